@@ -1,0 +1,15 @@
+// Umbrella header of scratchgrad::autograd: tensors, ops, autograd, gradcheck.
+#pragma once
+
+#include "autograd/blas.h"
+#include "autograd/device.h"
+#include "autograd/dtype.h"
+#include "autograd/error.h"
+#include "autograd/factory.h"
+#include "autograd/generator.h"
+#include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+#include "autograd/shape.h"
+#include "autograd/tensor.h"

@@ -1,0 +1,80 @@
+// Backend: the contract between the math (autograd/ops) and the machine. Only backends touch raw
+// memory. An op checks its inputs, allocates its output, then calls one of these kernels through
+// backend_for(device), the only place in the project that switches on the device.
+//
+// Conventions for every kernel: shapes and dtypes were checked by the op; `out` is a fresh,
+// contiguous tensor unless the comment says otherwise; inputs may have any strides (a stride of 0
+// is a broadcast) unless the comment says "contiguous".
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "autograd/backend/kernel_names.h"
+#include "autograd/tensor.h"
+
+namespace sg {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // ---- memory ----
+  virtual void* allocate(size_t nbytes) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes) = 0;
+
+  // ---- elementwise ----
+  // out (any strides) = value.
+  virtual void fill(const Tensor& out, double value) = 0;
+  // dst (any strides) = src, same shape, converting dtype if they differ.
+  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
+  // out = op(x); x has out's shape and dtype (LogicalNot: bool).
+  virtual void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) = 0;
+  // out = op(a, b); a and b share one dtype and are expanded to out's shape; out is bool for
+  // comparisons and logic, else a's dtype.
+  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // out = condition ? a : b; all three expanded to out's shape, a and b of out's dtype.
+  virtual void where(const Tensor& condition, const Tensor& a, const Tensor& b,
+                     const Tensor& out) = 0;
+
+  // ---- reductions ----
+  // x is [outer..., reduced...]: its last `reduced_dims` dims are reduced into out (contiguous,
+  // the outer shape). For Max/Min with reduced_dims == 1, `indices` (int64, like out, or
+  // undefined) receives the position of the first extreme value.
+  virtual void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+                      const Tensor& indices) = 0;
+
+  // ---- linear algebra ----
+  // out[i] = a[i] · b[i] for a [batch, M, K], b [batch, K, N], out [batch, M, N]. a and b may be
+  // transposed views (either of their last two strides 1) and may have batch stride 0.
+  virtual void gemm(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // ---- softmax ----
+  // out = softmax(x) or log_softmax(x) along dim; x contiguous.
+  virtual void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) = 0;
+  // out = dx for dy = grad (contiguous) given y (contiguous), the forward's output.
+  virtual void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
+                                const Tensor& out) = 0;
+
+  // ---- indexing (index: int64, contiguous) ----
+  // out = x.index_select(dim, index); x contiguous, index 1-D.
+  virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index,
+                            const Tensor& out) = 0;
+  // out[.., index[i], ..] += src[.., i, ..] along dim (out contiguous, src contiguous).
+  virtual void index_add(const Tensor& out, int64_t dim, const Tensor& index,
+                         const Tensor& src) = 0;
+  // out = x.gather(dim, index); x contiguous, index and out of one shape.
+  virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  // out[.., index[..i..], ..] += src[..i..] along dim: the backward of gather.
+  virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
+                           const Tensor& src) = 0;
+};
+
+// The backend that owns memory on `device`. Throws a clear error for a device this build or this
+// machine cannot use (e.g. "scratchgrad was built without CUDA").
+Backend& backend_for(Device device);
+
+}  // namespace sg

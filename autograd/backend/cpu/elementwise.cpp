@@ -1,0 +1,284 @@
+// CPU elementwise kernels: fill, copy, unary, binary, where. Each is one strided loop
+// (strided_loop.h) around a scalar function; the contiguous case gets a plain loop the compiler
+// can vectorise.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/strided_loop.h"
+
+namespace sg::cpu {
+
+namespace {
+
+// out = f(x) elementwise; In and Out are the element types.
+template <typename Out, typename In, typename F>
+void map1(const Tensor& x, const Tensor& out, F f) {
+  Out* o = out.data_ptr<Out>();
+  const In* p = x.data_ptr<In>();
+  for_each_run<2>(out.shape(), {out.strides(), x.strides()},
+                  [&](const Offsets<2>& at, int64_t n, const Offsets<2>& step) {
+                    Out* oo = o + at[0];
+                    const In* pp = p + at[1];
+                    if (step[0] == 1 && step[1] == 1) {
+                      for (int64_t i = 0; i < n; ++i) oo[i] = f(pp[i]);
+                    } else {
+                      for (int64_t i = 0; i < n; ++i) oo[i * step[0]] = f(pp[i * step[1]]);
+                    }
+                  });
+}
+
+// out = f(a, b) elementwise, with fast paths for the common broadcast of a scalar.
+template <typename Out, typename In, typename F>
+void map2(const Tensor& a, const Tensor& b, const Tensor& out, F f) {
+  Out* o = out.data_ptr<Out>();
+  const In* pa = a.data_ptr<In>();
+  const In* pb = b.data_ptr<In>();
+  for_each_run<3>(out.shape(), {out.strides(), a.strides(), b.strides()},
+                  [&](const Offsets<3>& at, int64_t n, const Offsets<3>& step) {
+                    Out* oo = o + at[0];
+                    const In* xa = pa + at[1];
+                    const In* xb = pb + at[2];
+                    if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
+                      for (int64_t i = 0; i < n; ++i) oo[i] = f(xa[i], xb[i]);
+                    } else if (step[0] == 1 && step[1] == 1 && step[2] == 0) {
+                      const In vb = *xb;
+                      for (int64_t i = 0; i < n; ++i) oo[i] = f(xa[i], vb);
+                    } else if (step[0] == 1 && step[1] == 0 && step[2] == 1) {
+                      const In va = *xa;
+                      for (int64_t i = 0; i < n; ++i) oo[i] = f(va, xb[i]);
+                    } else {
+                      for (int64_t i = 0; i < n; ++i) {
+                        oo[i * step[0]] = f(xa[i * step[1]], xb[i * step[2]]);
+                      }
+                    }
+                  });
+}
+
+template <typename T>
+constexpr bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(x);
+  } else {
+    return false;
+  }
+}
+
+template <typename T>
+constexpr T gelu_erf(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
+}
+template <typename T>
+constexpr T gelu_erf_grad(T x) {
+  // d/dx x Φ(x) = Φ(x) + x φ(x)
+  T cdf = T(0.5) * (T(1) + std::erf(x * T(std::numbers::sqrt2 / 2)));
+  T pdf = std::exp(T(-0.5) * x * x) * T(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+  return cdf + x * pdf;
+}
+template <typename T>
+constexpr T gelu_tanh(T x) {
+  T u = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi) * (x + T(0.044715) * x * x * x);
+  return T(0.5) * x * (T(1) + std::tanh(u));
+}
+template <typename T>
+constexpr T gelu_tanh_grad(T x) {
+  constexpr T k = T(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2/pi)
+  T u = k * (x + T(0.044715) * x * x * x);
+  T th = std::tanh(u);
+  return T(0.5) * (T(1) + th) +
+         T(0.5) * x * (T(1) - th * th) * k * (T(1) + T(3 * 0.044715) * x * x);
+}
+template <typename T>
+constexpr T sigmoid(T x) {
+  // Two forms so exp never overflows: for x < 0, e^x / (1 + e^x).
+  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+template <typename T>
+constexpr T sign_of(T x) {
+  return static_cast<T>((T(0) < x) - (x < T(0)));
+}
+
+template <typename T>
+void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
+  if constexpr (std::is_same_v<T, bool>) {
+    SG_FAIL("{}: not defined for bool tensors", op_name(op));
+  } else {
+    // Ops defined on integers too.
+    switch (op) {
+      case UnaryOp::Neg:
+        return map1<T, T>(x, out, [](T v) { return static_cast<T>(-v); });
+      case UnaryOp::Abs:
+        return map1<T, T>(x, out, [](T v) { return v < T(0) ? T(-v) : v; });
+      case UnaryOp::Sign:
+        return map1<T, T>(x, out, [](T v) { return sign_of(v); });
+      case UnaryOp::Square:
+        return map1<T, T>(x, out, [](T v) { return static_cast<T>(v * v); });
+      case UnaryOp::Relu:
+        return map1<T, T>(x, out, [](T v) { return v > T(0) ? v : T(0); });
+      case UnaryOp::Clamp: {
+        // NaN passes through, as in PyTorch.
+        T lo =
+            static_cast<T>(std::max(alpha, static_cast<double>(std::numeric_limits<T>::lowest())));
+        T hi = static_cast<T>(std::min(beta, static_cast<double>(std::numeric_limits<T>::max())));
+        // min(max(v, lo), hi): when lo > hi everything becomes hi, as in PyTorch.
+        return map1<T, T>(x, out, [lo, hi](T v) {
+          T r = v < lo ? lo : v;
+          return r > hi ? hi : r;
+        });
+      }
+      default:
+        break;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      switch (op) {
+        case UnaryOp::Exp:
+          return map1<T, T>(x, out, [](T v) { return std::exp(v); });
+        case UnaryOp::Log:
+          return map1<T, T>(x, out, [](T v) { return std::log(v); });
+        case UnaryOp::Sqrt:
+          return map1<T, T>(x, out, [](T v) { return std::sqrt(v); });
+        case UnaryOp::Rsqrt:
+          return map1<T, T>(x, out, [](T v) { return T(1) / std::sqrt(v); });
+        case UnaryOp::Tanh:
+          return map1<T, T>(x, out, [](T v) { return std::tanh(v); });
+        case UnaryOp::Sigmoid:
+          return map1<T, T>(x, out, [](T v) { return sigmoid(v); });
+        case UnaryOp::Gelu:
+          return map1<T, T>(x, out, [](T v) { return gelu_erf(v); });
+        case UnaryOp::GeluTanh:
+          return map1<T, T>(x, out, [](T v) { return gelu_tanh(v); });
+        case UnaryOp::GeluGrad:
+          return map1<T, T>(x, out, [](T v) { return gelu_erf_grad(v); });
+        case UnaryOp::GeluTanhGrad:
+          return map1<T, T>(x, out, [](T v) { return gelu_tanh_grad(v); });
+        case UnaryOp::Pow: {
+          T p = static_cast<T>(alpha);
+          if (alpha == 2.0) return map1<T, T>(x, out, [](T v) { return v * v; });
+          return map1<T, T>(x, out, [p](T v) { return std::pow(v, p); });
+        }
+        default:
+          break;
+      }
+    }
+    SG_FAIL("{}: not defined for {} tensors", op_name(op), dtype_of<T>::value);
+  }
+}
+
+template <typename T>
+void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  if constexpr (std::is_same_v<T, bool>) {
+    // Only comparisons and logic take bool (the ops promote bool to int64 for arithmetic).
+    switch (op) {
+      case BinaryOp::Eq:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x == y; });
+      case BinaryOp::Ne:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x != y; });
+      case BinaryOp::LogicalAnd:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x && y; });
+      case BinaryOp::LogicalOr:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x || y; });
+      default:
+        SG_FAIL("{}: not defined for bool tensors", op_name(op));
+    }
+  } else {
+    switch (op) {
+      case BinaryOp::Add:
+        return map2<T, T>(a, b, out, [](T x, T y) { return T(x + y); });
+      case BinaryOp::Sub:
+        return map2<T, T>(a, b, out, [](T x, T y) { return T(x - y); });
+      case BinaryOp::Mul:
+        return map2<T, T>(a, b, out, [](T x, T y) { return T(x * y); });
+      case BinaryOp::Maximum:
+        return map2<T, T>(a, b, out, [](T x, T y) { return (is_nan(x) || x > y) ? x : y; });
+      case BinaryOp::Minimum:
+        return map2<T, T>(a, b, out, [](T x, T y) { return (is_nan(x) || x < y) ? x : y; });
+      case BinaryOp::Eq:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x == y; });
+      case BinaryOp::Ne:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x != y; });
+      case BinaryOp::Lt:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x < y; });
+      case BinaryOp::Le:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x <= y; });
+      case BinaryOp::Gt:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x > y; });
+      case BinaryOp::Ge:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x >= y; });
+      case BinaryOp::LogicalAnd:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x != T(0) && y != T(0); });
+      case BinaryOp::LogicalOr:
+        return map2<bool, T>(a, b, out, [](T x, T y) { return x != T(0) || y != T(0); });
+      default:
+        break;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      switch (op) {
+        case BinaryOp::Div:
+          return map2<T, T>(a, b, out, [](T x, T y) { return x / y; });
+        case BinaryOp::Pow:
+          return map2<T, T>(a, b, out, [](T x, T y) { return std::pow(x, y); });
+        default:
+          break;
+      }
+    }
+    SG_FAIL("{}: not defined for {} tensors", op_name(op), dtype_of<T>::value);
+  }
+}
+
+}  // namespace
+
+void fill(const Tensor& out, double value) {
+  dispatch_dtype("fill", out.dtype(), [&]<typename T>() {
+    T v = static_cast<T>(value);
+    T* o = out.data_ptr<T>();
+    for_each_run<1>(out.shape(), {out.strides()},
+                    [&](const Offsets<1>& at, int64_t n, const Offsets<1>& step) {
+                      for (int64_t i = 0; i < n; ++i) o[at[0] + i * step[0]] = v;
+                    });
+  });
+}
+
+void copy(const Tensor& src, const Tensor& dst) {
+  dispatch_dtype("copy", dst.dtype(), [&]<typename D>() {
+    dispatch_dtype("copy", src.dtype(), [&]<typename S>() {
+      map1<D, S>(src, dst, [](S v) { return static_cast<D>(v); });
+    });
+  });
+}
+
+void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
+  if (op == UnaryOp::LogicalNot) {
+    return dispatch_dtype("logical_not", x.dtype(), [&]<typename T>() {
+      map1<bool, T>(x, out, [](T v) { return v == T(0); });
+    });
+  }
+  dispatch_dtype(op_name(op), x.dtype(),
+                 [&]<typename T>() { unary_typed<T>(op, x, out, alpha, beta); });
+}
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  dispatch_dtype(op_name(op), a.dtype(), [&]<typename T>() { binary_typed<T>(op, a, b, out); });
+}
+
+void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) {
+  dispatch_dtype("where", out.dtype(), [&]<typename T>() {
+    const bool* c = condition.data_ptr<bool>();
+    const T* pa = a.data_ptr<T>();
+    const T* pb = b.data_ptr<T>();
+    T* o = out.data_ptr<T>();
+    for_each_run<4>(out.shape(), {out.strides(), condition.strides(), a.strides(), b.strides()},
+                    [&](const Offsets<4>& at, int64_t n, const Offsets<4>& step) {
+                      for (int64_t i = 0; i < n; ++i) {
+                        o[at[0] + i * step[0]] = c[at[1] + i * step[1]] ? pa[at[2] + i * step[2]]
+                                                                        : pb[at[3] + i * step[3]];
+                      }
+                    });
+  });
+}
+
+}  // namespace sg::cpu

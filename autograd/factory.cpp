@@ -1,0 +1,125 @@
+#include "autograd/factory.h"
+
+#include <cmath>
+
+#include "autograd/backend/backend.h"
+#include "autograd/node.h"
+
+namespace sg {
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+  for (int64_t s : shape) SG_CHECK(s >= 0, "empty: negative size in shape {}", shape);
+  SG_CHECK(!options.requires_grad() || is_floating(options.dtype()),
+           "factory: only float32 and float64 tensors can require grad, got {}", options.dtype());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(
+      static_cast<size_t>(numel_of(shape)) * dtype_size(options.dtype()), options.device());
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->dtype = options.dtype();
+  impl->requires_grad = options.requires_grad();
+  return Tensor(std::move(impl));
+}
+
+Tensor full(const Shape& shape, double value, TensorOptions options) {
+  Tensor t = empty(shape, options);
+  backend_for(t.device()).fill(t, value);
+  return t;
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) { return full(shape, 0.0, options); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
+Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
+
+Tensor arange(double end, TensorOptions options) { return arange(0, end, 1, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  SG_CHECK(step != 0, "arange: step must be non-zero");
+  SG_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start {} and end {} must be finite",
+           start, end);
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+  std::vector<double> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * step;
+  return from_vector(values, {n}, options);
+}
+
+Tensor eye(int64_t n, TensorOptions options) {
+  std::vector<double> values(static_cast<size_t>(n * n), 0.0);
+  for (int64_t i = 0; i < n; ++i) values[i * n + i] = 1.0;
+  return from_vector(values, {n, n}, options);
+}
+
+namespace {
+// Random values are drawn on the host in row-major order, so a seed gives the same tensor on
+// every device.
+template <typename Draw>
+Tensor random_tensor(const Shape& shape, TensorOptions options, Draw draw) {
+  std::vector<double> values(static_cast<size_t>(numel_of(shape)));
+  for (double& v : values) v = draw();
+  return from_vector(values, shape, options);
+}
+}  // namespace
+
+Tensor rand(const Shape& shape, Generator& gen, TensorOptions options) {
+  return random_tensor(shape, options, [&] { return gen.next_uniform(); });
+}
+Tensor randn(const Shape& shape, Generator& gen, TensorOptions options) {
+  return random_tensor(shape, options, [&] { return gen.next_normal(); });
+}
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen,
+               TensorOptions options) {
+  SG_CHECK(low < high, "randint: low {} must be less than high {}", low, high);
+  const auto range = static_cast<uint64_t>(high - low);
+  return random_tensor(shape, options, [&] {
+    return static_cast<double>(low + static_cast<int64_t>(gen.next_u64() % range));
+  });
+}
+Tensor rand(const Shape& shape, TensorOptions options) {
+  return rand(shape, default_generator(), options);
+}
+Tensor randn(const Shape& shape, TensorOptions options) {
+  return randn(shape, default_generator(), options);
+}
+Tensor randint(int64_t low, int64_t high, const Shape& shape, TensorOptions options) {
+  return randint(low, high, shape, default_generator(), options);
+}
+
+Tensor empty_like(const Tensor& t) { return empty(t.shape(), t.options()); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.options()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.options()); }
+Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.options()); }
+Tensor rand_like(const Tensor& t) { return rand(t.shape(), t.options()); }
+Tensor randn_like(const Tensor& t) { return randn(t.shape(), t.options()); }
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& data, const Shape& shape, TensorOptions options) {
+  SG_CHECK(static_cast<int64_t>(data.size()) == numel_of(shape),
+           "from_vector: {} values cannot fill shape {} ({} elements)", data.size(), shape,
+           numel_of(shape));
+  bool requires_grad = options.requires_grad();
+  Tensor host = empty(shape, options.device(kCPU).requires_grad(false));
+  dispatch_dtype("from_vector", host.dtype(), [&]<typename D>() {
+    D* p = host.data_ptr<D>();
+    for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<D>(data[i]);
+  });
+  Tensor out = host.to(options.device());
+  if (requires_grad) out.requires_grad_(true);
+  return out;
+}
+template Tensor from_vector(const std::vector<bool>&, const Shape&, TensorOptions);
+template Tensor from_vector(const std::vector<int64_t>&, const Shape&, TensorOptions);
+template Tensor from_vector(const std::vector<float>&, const Shape&, TensorOptions);
+template Tensor from_vector(const std::vector<double>&, const Shape&, TensorOptions);
+
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions options) {
+  std::vector<double> values;
+  int64_t cols = rows.size() == 0 ? 0 : static_cast<int64_t>(rows.begin()->size());
+  for (const auto& row : rows) {
+    SG_CHECK(static_cast<int64_t>(row.size()) == cols, "tensor: ragged rows ({} and {} values)",
+             cols, row.size());
+    values.insert(values.end(), row.begin(), row.end());
+  }
+  return from_vector(values, {static_cast<int64_t>(rows.size()), cols}, options);
+}
+
+}  // namespace sg

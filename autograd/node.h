@@ -1,0 +1,93 @@
+// Node: one recorded operation in the autograd graph.
+//
+// Each op that runs while grad mode is on and has an input that requires grad creates a Node for
+// its output. The node keeps one Edge per input (where that input's gradient must go) and a
+// backward function that maps the gradient of the output to the gradients of the inputs:
+//
+//   // d(a*b)/da = b, d(a*b)/db = a
+//   return record("mul", out, {a, b}, [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
+//     return Grads{g * sb.get(), g * sa.get()};
+//   });
+//
+// A backward function returns gradients shaped like the OUTPUT where broadcasting was involved;
+// the engine sums them down to each input's shape (sum_to), once, for every op.
+//
+// Note [Version counter]: SavedTensor remembers the storage version at save time. If the tensor is
+// written in place before backward runs, the saved values are no longer those the forward used,
+// and get() throws instead of returning a silently wrong gradient.
+//
+// Note [No reference cycles]: a saved tensor is always a detached alias (same storage, no
+// grad_fn), so a node never owns a node that owns it. Graphs are freed as soon as the last tensor
+// referring to them goes away, and ~Node frees long chains iteratively (no stack overflow).
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace sg {
+
+using Grads = std::vector<Tensor>;  // one gradient per input; undefined where there is none
+using BackwardFn = std::function<Grads(const Tensor& grad_output)>;
+
+// Where the gradient for one input goes: into the node that computed it, or, for a leaf that
+// requires grad, into the leaf's .grad(). Both empty for an input that needs no gradient.
+struct Edge {
+  std::shared_ptr<Node> node;
+  std::shared_ptr<TensorImpl> leaf;
+  Shape shape;  // the input's shape, for summing broadcast gradients back down
+  DType dtype = kFloat32;
+  bool needs_grad() const { return node != nullptr || leaf != nullptr; }
+};
+
+class Node {
+ public:
+  Node(std::string name, std::vector<Edge> edges, BackwardFn backward, Shape out_shape);
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::vector<Edge>& edges() const { return edges_; }
+  const Shape& output_shape() const { return output_shape_; }
+
+  // Runs the backward function. Throws if the graph was already freed.
+  Grads apply(const Tensor& grad_output);
+  // Drops the backward function and everything it saved (after backward without retain_graph).
+  void release();
+  bool released() const { return released_; }
+
+ private:
+  std::string name_;
+  std::vector<Edge> edges_;
+  BackwardFn backward_;
+  Shape output_shape_;
+  bool released_ = false;
+};
+
+// A tensor saved for backward, with the version it had (Note [Version counter]).
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t);
+  const Tensor& get() const;
+
+ private:
+  Tensor tensor_;
+  int64_t version_ = 0;
+};
+
+// True when an op with these inputs must record a node (grad mode on and an input requires grad).
+bool needs_graph(std::initializer_list<Tensor> inputs);
+
+// Attaches a node for `out` if needs_graph(inputs); returns `out` either way. `inputs` may hold
+// undefined tensors (optional operands); they get empty edges.
+Tensor record(std::string name, Tensor out, std::initializer_list<Tensor> inputs,
+              BackwardFn backward);
+Tensor record(std::string name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+}  // namespace sg

@@ -1,0 +1,144 @@
+// The op table: every differentiable operation, with its gradient formula in one line.
+//
+//   auto y = sg::softmax(sg::matmul(q, k.transpose(-2, -1)) / 8.0, -1);   // [B, T, S]
+//
+// Each op lives in autograd/ops/<family>.cpp with its forward and backward side by side: the
+// forward checks shapes, dtypes and devices first (errors name the op and the shapes), computes
+// through backend_for(device), then records how to send gradients back (autograd/node.h).
+// Notation: g = gradient of the output, y = the output, ⊙ = elementwise product. Gradients of
+// broadcast inputs are summed back to the input's shape by the engine (sum_to), not by the ops.
+// Tensor methods (x.exp(), x.sum({1})...) call these functions.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace sg {
+
+// ---- views: ops/views.cpp (no data copied; backward reshapes or scatters g back) ---------------
+Tensor view(const Tensor& x, const Shape& shape);     // dx = g.view(x.shape)
+Tensor reshape(const Tensor& x, const Shape& shape);  // a view when strides allow, else a copy
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);      // dx = g.transpose(dim0, dim1)
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);  // dx = g.permute(inverse)
+Tensor unsqueeze(const Tensor& x, int64_t dim);                     // dx = g.squeeze(dim)
+Tensor squeeze(const Tensor& x, std::optional<int64_t> dim = std::nullopt);  // dx = g.view(x.shape)
+Tensor expand(const Tensor& x, const Shape& shape);  // dx = sum_to(g, x.shape); -1 keeps a size
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+// dx = zeros, with g copied into the slice
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);  // slice with step 1
+Tensor select(const Tensor& x, int64_t dim, int64_t index);  // dx = zeros, g copied into row
+Tensor contiguous(const Tensor& x);                          // dx = g
+Tensor to_dtype(const Tensor& x, DType dtype);               // dx = g.to(x.dtype)
+
+// ---- elementwise unary: ops/unary.cpp
+// ------------------------------------------------------------
+Tensor neg(const Tensor& x);      // dx = -g
+Tensor exp(const Tensor& x);      // dx = g ⊙ y
+Tensor log(const Tensor& x);      // dx = g / x
+Tensor sqrt(const Tensor& x);     // dx = g / (2 y)
+Tensor rsqrt(const Tensor& x);    // dx = -g ⊙ y³ / 2
+Tensor abs(const Tensor& x);      // dx = g ⊙ sign(x)
+Tensor sign(const Tensor& x);     // not differentiable (zero gradient)
+Tensor tanh(const Tensor& x);     // dx = g ⊙ (1 - y²)
+Tensor sigmoid(const Tensor& x);  // dx = g ⊙ y ⊙ (1 - y)
+Tensor relu(const Tensor& x);     // dx = g ⊙ [x > 0]
+// approximate: "none" = x Φ(x) with the exact erf; "tanh" = the tanh approximation.
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");  // dx = g ⊙ gelu'(x)
+Tensor pow(const Tensor& x, double exponent);                         // dx = g ⊙ p x^(p-1)
+Tensor square(const Tensor& x);                                       // dx = 2 g ⊙ x
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+// dx = g ⊙ [min <= x <= max]
+Tensor logical_not(const Tensor& x);  // bool -> bool
+
+// ---- elementwise binary, broadcasting: ops/binary.cpp
+// --------------------------------------------- Tensor-tensor operands promote as bool < int64 <
+// float32 < float64.
+Tensor add(const Tensor& a, const Tensor& b,
+           double alpha = 1.0);  // y = a + alpha b; da = g, db = alpha g
+Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0);  // da = g, db = -alpha g
+Tensor mul(const Tensor& a, const Tensor& b);                      // da = g ⊙ b, db = g ⊙ a
+Tensor div(const Tensor& a, const Tensor& b);      // da = g / b, db = -g ⊙ a / b²
+Tensor pow(const Tensor& a, const Tensor& b);      // da = g ⊙ b a^(b-1), db = g ⊙ y ln a
+Tensor maximum(const Tensor& a, const Tensor& b);  // g goes to the larger (split evenly on ties)
+Tensor minimum(const Tensor& a, const Tensor& b);  // g goes to the smaller (split evenly on ties)
+// Comparisons and logic return bool tensors and have no gradient.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+// A double operand as a 0-d tensor: x's dtype if x is floating, else int64 or float32.
+Tensor scalar_like(const Tensor& x, double value);
+
+// ---- reductions: ops/reduce.cpp
+// -------------------------------------------------------------------- An empty `dims` list means
+// all dims.
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// dx = g broadcast back over dims
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// dx = g / n broadcast back
+// Variance with Bessel's `correction` (1 = unbiased, as torch.var; 0 = population).
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, int64_t correction = 1,
+           bool keepdim = false);  // dx = 2 g ⊙ (x - mean) / (n - correction)
+Tensor amax(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// g split evenly among the maxima
+Tensor amin(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+// values, indices; dx = g scattered to indices
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // int64, no gradient
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
+// Sums a broadcast gradient down to `shape` (the engine's unbroadcast). dx = g.expand(y.shape)
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- matmul: ops/matmul.cpp --------------------------------------------------------------------
+// PyTorch semantics: 1-D·1-D dot, 2-D·2-D, 1-D promoted to a matrix and the added dim removed,
+// N-D batched with broadcast batch dims. Through BLAS; transposed views are not copied.
+Tensor matmul(const Tensor& a, const Tensor& b);  // da = g·bᵀ, db = aᵀ·g (summed over broadcast)
+
+// ---- softmax family: ops/softmax.cpp
+// ---------------------------------------------------------------- Numerically stable (the max is
+// subtracted first).
+Tensor softmax(const Tensor& x, int64_t dim);      // dx = y ⊙ (g - Σ g⊙y)
+Tensor log_softmax(const Tensor& x, int64_t dim);  // dx = g - exp(y) Σ g
+
+// ---- selection and masking: ops/masking.cpp
+// ---------------------------------------------------------
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);  // da = g⊙c, db = g⊙!c
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);    // dx = g ⊙ !mask
+Tensor tril(const Tensor& x, int64_t diagonal = 0);  // keeps j <= i + diagonal; dx = tril(g)
+Tensor triu(const Tensor& x, int64_t diagonal = 0);  // keeps j >= i + diagonal; dx = triu(g)
+
+// ---- indexing: ops/indexing.cpp
+// --------------------------------------------------------------------- index: int64. index_select
+// picks whole slices along dim (the embedding lookup):
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);  // dx = index_add(0, g)
+// gather picks one element per position: y[i][j] = x[i][index[i][j]] for dim 1.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);  // dx = scatter_add(0, g)
+// Embedding lookup: weight [V, D], ids of any shape -> [..., D]. Rows equal to padding_idx get
+// no gradient. dweight = index_add of g over the ids.
+Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx = {});
+Tensor one_hot(const Tensor& index, int64_t num_classes);  // int64 [..., C]; no gradient
+
+// ---- joining and splitting: ops/join.cpp
+// ------------------------------------------------------------
+Tensor cat(const std::vector<Tensor>& tensors,
+           int64_t dim = 0);  // dx_i = g.narrow(dim, off_i, n_i)
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);  // cat of unsqueezed inputs
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);  // narrow views
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+
+// ---- random: ops/dropout.cpp
+// --------------------------------------------------------------------- Inverted dropout: zeroes
+// each element with probability p and scales the rest by 1/(1-p), so the expected value is
+// unchanged; identity when !training or p == 0. dx = g ⊙ mask / (1-p)
+Tensor dropout(const Tensor& x, double p, bool training = true);
+
+}  // namespace sg

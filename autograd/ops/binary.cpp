@@ -1,0 +1,160 @@
+// Elementwise functions of two tensors, with NumPy broadcasting and type promotion.
+//
+// Both operands are viewed at the broadcast shape (stride 0 where they repeat) and converted to
+// the common dtype WITHOUT being recorded; the op records itself as one node on the original
+// inputs, and the engine sums each gradient back to its input's shape (sum_to).
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "autograd/ops/internal.h"
+
+namespace sg {
+
+namespace {
+
+struct Operands {
+  Tensor a, b;  // converted to `dtype` and viewed at `shape`
+  DType dtype;
+  Shape shape;
+};
+
+// Checks devices, promotes dtypes, broadcasts shapes. Arithmetic on bools happens in int64.
+Operands prepare(std::string_view op, const Tensor& a, const Tensor& b, bool arithmetic) {
+  SG_CHECK(a.defined() && b.defined(), "{}: an operand is an undefined tensor", op);
+  detail::check_same_device(op, {a, b});
+  Operands o;
+  o.dtype = promote_types(a.dtype(), b.dtype());
+  if (arithmetic && o.dtype == kBool) o.dtype = kInt64;
+  o.shape = broadcast_shapes(op, a.shape(), b.shape());
+  o.a = detail::broadcast_view(detail::convert(a, o.dtype), o.shape);
+  o.b = detail::broadcast_view(detail::convert(b, o.dtype), o.shape);
+  return o;
+}
+
+// b scaled by alpha, as a kernel input (not part of the graph: the op's node covers it).
+Operands scaled(Operands o, double alpha) {
+  if (alpha != 1.0) {
+    NoGradGuard no_grad;
+    o.b = o.b * alpha;
+  }
+  return o;
+}
+
+Tensor apply(BinaryOp op, const Operands& o) {
+  DType out_dtype = is_comparison(op) ? kBool : o.dtype;
+  Tensor out = empty(o.shape, TensorOptions(out_dtype).device(o.a.device()));
+  backend_for(out.device()).binary(op, o.a, o.b, out);
+  return out;
+}
+
+Tensor compare(BinaryOp op, const Tensor& a, const Tensor& b) {
+  return apply(op, prepare(op_name(op), a, b, /*arithmetic=*/false));  // no gradient
+}
+
+// Gradient of maximum/minimum for the input that won: g where it won, g/2 on ties, 0 where it lost.
+Tensor winner_grad(const Tensor& g, const Tensor& self, const Tensor& other, bool is_max) {
+  Tensor won = is_max ? self.gt(other) : self.lt(other);
+  Tensor tie = self.eq(other);
+  return g * won + g * tie * 0.5;
+}
+
+}  // namespace
+
+Tensor scalar_like(const Tensor& x, double value) {
+  DType dtype = x.dtype();
+  if (!is_floating(dtype)) dtype = std::floor(value) == value ? kInt64 : kFloat32;
+  return scalar_tensor(value, TensorOptions(dtype).device(x.device()));
+}
+
+Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  Operands o = prepare("add", a, b, true);
+  Tensor y = apply(BinaryOp::Add, scaled(o, alpha));
+  // y = a + alpha b
+  return record("add", y, {a, b}, [alpha](const Tensor& g) {
+    return Grads{g, alpha == 1.0 ? g : g * alpha};
+  });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
+  Operands o = prepare("sub", a, b, true);
+  Tensor y = apply(BinaryOp::Sub, scaled(o, alpha));
+  // y = a - alpha b
+  return record("sub", y, {a, b}, [alpha](const Tensor& g) { return Grads{g, g * -alpha}; });
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Operands o = prepare("mul", a, b, true);
+  bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  // y = a ⊙ b: each input's gradient is g times the other input
+  return record("mul", apply(BinaryOp::Mul, o), {a, b},
+                [sa = SavedTensor(need_b ? o.a : Tensor()),
+                 sb = SavedTensor(need_a ? o.b : Tensor()), need_a, need_b](const Tensor& g) {
+                  return Grads{need_a ? g * sb.get() : Tensor(), need_b ? g * sa.get() : Tensor()};
+                });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Operands o = prepare("div", a, b, true);
+  if (!is_floating(o.dtype)) {  // true division, as Python's / and torch.div
+    o.dtype = kFloat32;
+    o.a = detail::convert(o.a, kFloat32);
+    o.b = detail::convert(o.b, kFloat32);
+  }
+  Tensor y = apply(BinaryOp::Div, o);
+  bool need_b = b.requires_grad();
+  // y = a / b: dy/da = 1/b, dy/db = -a/b² = -y/b
+  return record(
+      "div", y, {a, b},
+      [sb = SavedTensor(o.b), sy = SavedTensor(need_b ? y : Tensor()), need_b](const Tensor& g) {
+        Tensor ga = g / sb.get();
+        return Grads{ga, need_b ? -ga * sy.get() : Tensor()};
+      });
+}
+
+Tensor pow(const Tensor& a, const Tensor& b) {
+  Operands o = prepare("pow", a, b, true);
+  if (!is_floating(o.dtype)) {
+    o.dtype = kFloat32;
+    o.a = detail::convert(o.a, kFloat32);
+    o.b = detail::convert(o.b, kFloat32);
+  }
+  Tensor y = apply(BinaryOp::Pow, o);
+  // y = a^b: dy/da = b a^(b-1), dy/db = y ln a (taken as 0 where a == 0, as in PyTorch)
+  return record(
+      "pow", y, {a, b},
+      [sa = SavedTensor(o.a), sb = SavedTensor(o.b), sy = SavedTensor(y)](const Tensor& g) {
+        const Tensor &base = sa.get(), &exponent = sb.get();
+        Tensor ga = g * exponent * pow(base, exponent - 1.0);
+        Tensor gb = g * sy.get() * log(base).masked_fill(base.eq(0.0), 0.0);
+        return Grads{ga, gb};
+      });
+}
+
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  Operands o = prepare("maximum", a, b, true);
+  return record("maximum", apply(BinaryOp::Maximum, o), {a, b},
+                [sa = SavedTensor(o.a), sb = SavedTensor(o.b)](const Tensor& g) {
+                  return Grads{winner_grad(g, sa.get(), sb.get(), true),
+                               winner_grad(g, sb.get(), sa.get(), true)};
+                });
+}
+
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  Operands o = prepare("minimum", a, b, true);
+  return record("minimum", apply(BinaryOp::Minimum, o), {a, b},
+                [sa = SavedTensor(o.a), sb = SavedTensor(o.b)](const Tensor& g) {
+                  return Grads{winner_grad(g, sa.get(), sb.get(), false),
+                               winner_grad(g, sb.get(), sa.get(), false)};
+                });
+}
+
+Tensor eq(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Ge, a, b); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(BinaryOp::LogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(BinaryOp::LogicalOr, a, b); }
+
+}  // namespace sg

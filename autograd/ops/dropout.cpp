@@ -1,0 +1,26 @@
+// Inverted dropout (Srivastava et al. 2014, as PyTorch does it).
+//
+// In training each element is zeroed with probability p and the survivors are scaled by
+// 1 / (1 - p), so E[y] = x and evaluation needs no rescaling: there dropout is the identity.
+//   y = x ⊙ mask / (1 - p),   mask_i ~ Bernoulli(1 - p)
+// It is a multiply by a fixed random tensor, so mul's backward gives dx = g ⊙ mask / (1 - p).
+// The mask comes from sg::rand() and so from the default generator: sg::manual_seed(s) makes the
+// same elements drop on every run.
+#include "autograd/ops/internal.h"
+
+namespace sg {
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  SG_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got {}", p);
+  SG_CHECK(x.is_floating_point(), "dropout: expected a floating point tensor, got {}", x.dtype());
+  if (!training || p == 0.0) return x;
+  // Everything dropped: 1 / (1 - p) would be inf and 0 * inf NaN, so multiply by 0 instead.
+  if (p == 1.0) return x * zeros({}, x.options());
+
+  // u ~ U[0, 1), so P(u < 1 - p) = 1 - p: the element survives.
+  Tensor keep = lt(rand(x.shape(), x.options()), full({}, 1.0 - p, x.options()));
+  Tensor scaled_mask = keep.to(x.dtype()) / (1.0 - p);
+  return x * scaled_mask;
+}
+
+}  // namespace sg

@@ -1,0 +1,136 @@
+// Indexing: index_select (whole slices: the embedding lookup), gather (one element per
+// position: picking the target's log-probability in a loss), embedding and one_hot.
+//
+// The backward of a lookup is a scatter: every output element came from one input element, so g
+// is added back at the same place. "Added", not "written": an index that appears twice (the same
+// token twice in a batch) must receive both gradients.
+#include "autograd/ops/internal.h"
+
+namespace sg {
+
+namespace {
+
+void check_index_dtype(std::string_view op, const Tensor& index) {
+  SG_CHECK(index.dtype() == kInt64, "{}: index must be an int64 tensor, got {}", op, index.dtype());
+}
+
+}  // namespace
+
+// ---- index_select ------------------------------------------------------------------------------
+// y = the slices x[.., index[k], ..] along dim, stacked in index order:
+//   x [5, 3], dim 0, index [4, 0, 4]  ->  y [3, 3] = rows 4, 0 and 4 of x.
+// Backward: dx = zeros, then g's slice k is added into row index[k] (index_add).
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_index_dtype("index_select", index);
+  SG_CHECK(index.dim() <= 1, "index_select: index must be 1-D, got shape {}", index.shape());
+  detail::check_same_device("index_select", {x, index});
+  const int64_t d = normalize_dim("index_select", dim, x.dim());
+  if (x.dim() == 0) {  // PyTorch: a 0-d input gives a 0-d output, for a one-element index
+    SG_CHECK(index.numel() == 1,
+             "index_select: a 0-d input needs a one-element index, got shape {}", index.shape());
+    return index_select(x.view({1}), 0, index).view({});
+  }
+
+  Tensor flat_index = index.detach().reshape({index.numel()}).contiguous();
+  Shape shape = x.shape();
+  shape[d] = flat_index.numel();
+  Tensor out = empty(shape, x.options());
+  backend_for(x.device()).index_select(x.detach().contiguous(), d, flat_index, out);
+
+  return record("index_select", out, {x, index},
+                [si = SavedTensor(flat_index), d, x_shape = x.shape()](const Tensor& g) {
+                  Tensor dx = zeros(x_shape, g.options());
+                  backend_for(g.device()).index_add(dx, d, si.get(), g.contiguous());
+                  return Grads{dx, Tensor()};
+                });
+}
+
+// ---- gather ------------------------------------------------------------------------------------
+// y has index's shape; along dim the index says which element to take, elsewhere the position is
+// kept. For dim 1: y[i][j] = x[i][index[i][j]]. Backward: dx = zeros, g scattered back to the
+// positions it was taken from (scatter_add).
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_index_dtype("gather", index);
+  detail::check_same_device("gather", {x, index});
+  SG_CHECK(index.dim() == x.dim(),
+           "gather: index has {} dims (shape {}) but the input has {} (shape {}); they must match",
+           index.dim(), index.shape(), x.dim(), x.shape());
+  const int64_t d = normalize_dim("gather", dim, x.dim());
+  for (int64_t k = 0; k < x.dim(); ++k) {
+    SG_CHECK(k == d || index.size(k) <= x.size(k),
+             "gather: index of shape {} is larger than the input of shape {} in dim {} ({} > {})",
+             index.shape(), x.shape(), k, index.size(k), x.size(k));
+  }
+  if (x.dim() == 0) return gather(x.view({1}), 0, index.view({1})).view({});
+
+  Tensor index_c = index.detach().contiguous();
+  Tensor out = empty(index.shape(), x.options());
+  backend_for(x.device()).gather(x.detach().contiguous(), d, index_c, out);
+
+  return record("gather", out, {x, index},
+                [si = SavedTensor(index_c), d, x_shape = x.shape()](const Tensor& g) {
+                  Tensor dx = zeros(x_shape, g.options());
+                  backend_for(g.device()).scatter_add(dx, d, si.get(), g.contiguous());
+                  return Grads{dx, Tensor()};
+                });
+}
+
+// ---- embedding ---------------------------------------------------------------------------------
+// Row ids[...] of weight [V, D] for every id: y [..., D]. It is index_select on the flattened
+// ids, reshaped; its own backward adds the same index_add and then zeroes the padding row, so a
+// padding token (the filler after a short sentence) never moves its embedding.
+Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx) {
+  SG_CHECK(weight.dim() == 2,
+           "embedding: weight must be 2-D [num_embeddings, embedding_dim], got shape {}",
+           weight.shape());
+  SG_CHECK(ids.dtype() == kInt64, "embedding: ids must be an int64 tensor, got {}", ids.dtype());
+  detail::check_same_device("embedding", {weight, ids});
+  const int64_t vocab = weight.size(0);
+  std::optional<int64_t> padding_row;
+  if (padding_idx) {
+    SG_CHECK(*padding_idx >= -vocab && *padding_idx < vocab,
+             "embedding: padding_idx {} is out of range for {} embeddings", *padding_idx, vocab);
+    padding_row = *padding_idx < 0 ? *padding_idx + vocab : *padding_idx;
+  }
+
+  Tensor flat_ids = ids.detach().reshape({ids.numel()}).contiguous();
+  Tensor rows = index_select(weight.detach(), 0, flat_ids);  // [N, D], no graph
+  Shape shape = ids.shape();
+  shape.push_back(weight.size(1));
+  Tensor out = rows.view(shape);
+
+  return record(
+      "embedding", out, {weight, ids},
+      [si = SavedTensor(flat_ids), padding_row, w_shape = weight.shape()](const Tensor& g) {
+        Tensor dweight = zeros(w_shape, g.options());
+        Backend& backend = backend_for(g.device());
+        backend.index_add(dweight, 0, si.get(), g.reshape({-1, w_shape[1]}).contiguous());
+        if (padding_row) backend.fill(dweight.select(0, *padding_row), 0.0);
+        return Grads{dweight, Tensor()};
+      });
+}
+
+// ---- one_hot -----------------------------------------------------------------------------------
+// index [...] -> int64 [..., C] with a 1 at each index's class: compare index with arange(C).
+// num_classes -1 means max(index) + 1, as in PyTorch.
+Tensor one_hot(const Tensor& index, int64_t num_classes) {
+  SG_CHECK(index.dtype() == kInt64, "one_hot: index must be an int64 tensor, got {}",
+           index.dtype());
+  SG_CHECK(num_classes >= -1, "one_hot: num_classes must be -1 or at least 0, got {}", num_classes);
+  if (index.numel() > 0) {
+    const int64_t low = amin(index).item<int64_t>();
+    const int64_t high = amax(index).item<int64_t>();
+    SG_CHECK(low >= 0, "one_hot: class values must be non-negative, got {}", low);
+    if (num_classes == -1) num_classes = high + 1;
+    SG_CHECK(high < num_classes, "one_hot: class value {} is out of range for {} classes", high,
+             num_classes);
+  } else {
+    SG_CHECK(num_classes != -1,
+             "one_hot: cannot infer the number of classes from an empty tensor; pass num_classes");
+  }
+  Tensor classes =
+      arange(static_cast<double>(num_classes), TensorOptions(kInt64).device(index.device()));
+  return eq(index.detach().unsqueeze(-1), classes).to(kInt64);
+}
+
+}  // namespace sg

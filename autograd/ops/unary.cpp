@@ -1,0 +1,148 @@
+// Elementwise functions of one tensor, each with its derivative beside it.
+// Float-only functions (exp, log, ...) turn int64/bool inputs into float32 first, as PyTorch does.
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops/internal.h"
+
+namespace sg {
+
+namespace {
+
+// y = op(x) into a fresh contiguous tensor of x's shape and dtype.
+Tensor apply(UnaryOp op, const Tensor& x, double alpha = 0.0, double beta = 0.0) {
+  Tensor out = empty(x.shape(), x.options());
+  backend_for(x.device()).unary(op, x, out, alpha, beta);
+  return out;
+}
+
+Tensor as_floating(const Tensor& x) {
+  return is_floating(x.dtype()) ? x : detail::convert(x, kFloat32);
+}
+
+void check_not_bool(std::string_view op, const Tensor& x) {
+  SG_CHECK(x.dtype() != kBool, "{}: not defined for bool tensors (use logical_not)", op);
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) {
+  check_not_bool("neg", x);
+  return record("neg", apply(UnaryOp::Neg, x), {x}, [](const Tensor& g) { return Grads{-g}; });
+}
+
+Tensor exp(const Tensor& x) {
+  Tensor xf = as_floating(x);
+  Tensor y = apply(UnaryOp::Exp, xf);
+  // d/dx e^x = e^x: the output itself
+  return record("exp", y, {x},
+                [sy = SavedTensor(y)](const Tensor& g) { return Grads{g * sy.get()}; });
+}
+
+Tensor log(const Tensor& x) {
+  Tensor xf = as_floating(x);
+  return record("log", apply(UnaryOp::Log, xf), {x},
+                [sx = SavedTensor(xf)](const Tensor& g) { return Grads{g / sx.get()}; });
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor y = apply(UnaryOp::Sqrt, as_floating(x));
+  // d/dx √x = 1 / (2√x)
+  return record("sqrt", y, {x},
+                [sy = SavedTensor(y)](const Tensor& g) { return Grads{g / (sy.get() * 2.0)}; });
+}
+
+Tensor rsqrt(const Tensor& x) {
+  Tensor y = apply(UnaryOp::Rsqrt, as_floating(x));
+  // d/dx x^(-1/2) = -1/2 x^(-3/2) = -y³/2
+  return record("rsqrt", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+    const Tensor& r = sy.get();
+    return Grads{g * r * r * r * -0.5};
+  });
+}
+
+Tensor abs(const Tensor& x) {
+  check_not_bool("abs", x);
+  return record("abs", apply(UnaryOp::Abs, x), {x}, [sx = SavedTensor(x)](const Tensor& g) {
+    return Grads{g * sign(sx.get())};  // the kink at 0 gets gradient 0, as in PyTorch
+  });
+}
+
+Tensor sign(const Tensor& x) {
+  check_not_bool("sign", x);
+  return apply(UnaryOp::Sign, x);  // piecewise constant: no gradient, so nothing is recorded
+}
+
+Tensor tanh(const Tensor& x) {
+  Tensor y = apply(UnaryOp::Tanh, as_floating(x));
+  return record("tanh", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+    const Tensor& t = sy.get();
+    return Grads{g * (1.0 - t * t)};
+  });
+}
+
+Tensor sigmoid(const Tensor& x) {
+  Tensor y = apply(UnaryOp::Sigmoid, as_floating(x));
+  return record("sigmoid", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+    const Tensor& s = sy.get();
+    return Grads{g * s * (1.0 - s)};
+  });
+}
+
+Tensor relu(const Tensor& x) {
+  check_not_bool("relu", x);
+  Tensor y = apply(UnaryOp::Relu, x);
+  // gradient flows where the input was positive (0 at the kink, as in PyTorch)
+  return record("relu", y, {x},
+                [sy = SavedTensor(y)](const Tensor& g) { return Grads{g * sy.get().gt(0.0)}; });
+}
+
+Tensor gelu(const Tensor& x, std::string_view approximate) {
+  SG_CHECK(approximate == "none" || approximate == "tanh",
+           "gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
+  const bool use_tanh = approximate == "tanh";
+  Tensor xf = as_floating(x);
+  Tensor y = apply(use_tanh ? UnaryOp::GeluTanh : UnaryOp::Gelu, xf);
+  return record(
+      use_tanh ? "gelu_tanh" : "gelu", y, {x}, [sx = SavedTensor(xf), use_tanh](const Tensor& g) {
+        Tensor slope = apply(use_tanh ? UnaryOp::GeluTanhGrad : UnaryOp::GeluGrad, sx.get());
+        return Grads{g * slope};
+      });
+}
+
+Tensor pow(const Tensor& x, double exponent) {
+  Tensor xf = as_floating(x);
+  Tensor y = apply(UnaryOp::Pow, xf, exponent);
+  // d/dx x^p = p x^(p-1)
+  return record("pow", y, {x}, [sx = SavedTensor(xf), exponent](const Tensor& g) {
+    if (exponent == 0.0) return Grads{zeros_like(g)};
+    return Grads{g * pow(sx.get(), exponent - 1.0) * exponent};
+  });
+}
+
+Tensor square(const Tensor& x) {
+  check_not_bool("square", x);
+  return record("square", apply(UnaryOp::Square, x), {x},
+                [sx = SavedTensor(x)](const Tensor& g) { return Grads{g * sx.get() * 2.0}; });
+}
+
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  SG_CHECK(min.has_value() || max.has_value(), "clamp: at least one of min and max must be given");
+  check_not_bool("clamp", x);
+  const double lo = min.value_or(-std::numeric_limits<double>::infinity());
+  const double hi = max.value_or(std::numeric_limits<double>::infinity());
+  Tensor y = apply(UnaryOp::Clamp, x, lo, hi);
+  // gradient passes where the input was inside [min, max]
+  return record("clamp", y, {x}, [sx = SavedTensor(x), lo, hi](const Tensor& g) {
+    const Tensor& v = sx.get();
+    return Grads{g * logical_and(v.ge(lo), v.le(hi))};
+  });
+}
+
+Tensor logical_not(const Tensor& x) {
+  Tensor out = empty(x.shape(), TensorOptions(kBool).device(x.device()));
+  backend_for(x.device()).unary(UnaryOp::LogicalNot, x, out, 0.0, 0.0);
+  return out;
+}
+
+}  // namespace sg

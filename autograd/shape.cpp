@@ -1,0 +1,70 @@
+#include "autograd/shape.h"
+
+#include "autograd/error.h"
+
+namespace sg {
+
+int64_t numel_of(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+Strides contiguous_strides(const Shape& shape) {
+  Strides strides(shape.size());
+  int64_t step = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = step;
+    step *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim) {
+  // A 0-d tensor accepts dim 0 and -1, as in PyTorch.
+  int64_t range = std::max<int64_t>(ndim, 1);
+  SG_CHECK(dim >= -range && dim < range,
+           "{}: dim {} out of range for a {}-D tensor (expected {} to {})", op, dim, ndim, -range,
+           range - 1);
+  return dim < 0 ? dim + range : dim;
+}
+
+Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    // Walk from the right: position i counts from the last dim.
+    int64_t sa = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t sb = i < b.size() ? b[b.size() - 1 - i] : 1;
+    SG_CHECK(sa == sb || sa == 1 || sb == 1,
+             "{}: shapes {} and {} cannot be broadcast (dim {}: {} vs {})", op, a, b, n - 1 - i, sa,
+             sb);
+    out[n - 1 - i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+Shape infer_size(std::string_view op, const Shape& requested, int64_t numel) {
+  Shape out = requested;
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      SG_CHECK(infer_at < 0, "{}: only one dimension can be -1, got {}", op, requested);
+      infer_at = static_cast<int>(i);
+    } else {
+      SG_CHECK(out[i] >= 0, "{}: invalid size {} in shape {}", op, out[i], requested);
+      known *= out[i];
+    }
+  }
+  if (infer_at >= 0) {
+    SG_CHECK(known != 0 && numel % known == 0, "{}: shape {} is invalid for input of size {}", op,
+             requested, numel);
+    out[infer_at] = numel / known;
+  } else {
+    SG_CHECK(known == numel, "{}: shape {} is invalid for input of size {}", op, requested, numel);
+  }
+  return out;
+}
+
+}  // namespace sg

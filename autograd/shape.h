@@ -1,0 +1,28 @@
+// Shapes and strides. A shape is a list of sizes, outermost first; strides count elements (not
+// bytes) to step one index along each dimension. Contiguous (row-major) strides of [2, 3, 4] are
+// [12, 4, 1]; a stride of 0 repeats one element along that dimension (broadcasting).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace sg {
+
+using Shape = std::vector<int64_t>;
+using Strides = std::vector<int64_t>;
+
+int64_t numel_of(const Shape& shape);
+Strides contiguous_strides(const Shape& shape);
+
+// Maps a possibly negative dim into [0, ndim); throws "op: dim d out of range for a n-D tensor".
+int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim);
+
+// NumPy broadcasting: align from the right; sizes must match or be 1.
+// Throws "op: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)".
+Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b);
+
+// Fills in a single -1 in `requested` so that it holds `numel` elements, checking the total.
+Shape infer_size(std::string_view op, const Shape& requested, int64_t numel);
+
+}  // namespace sg

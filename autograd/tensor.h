@@ -1,0 +1,248 @@
+// Tensor: a cheap handle to shared storage plus shape, strides and an offset.
+//
+//   auto x = sg::randn({2, 3}, sg::TensorOptions().requires_grad(true));  // float32 on the CPU
+//   auto y = x.transpose(0, 1);        // a view: same storage, strides swapped, nothing copied
+//   auto loss = (y * y).sum();         // ops record a graph because x requires grad
+//   loss.backward();                   // x.grad() is now 2 * x
+//
+// Copying a Tensor copies the handle, not the data (like PyTorch and std::shared_ptr). Views share
+// storage with their base; contiguous() and clone() are the explicit copies.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/device.h"
+#include "autograd/dtype.h"
+#include "autograd/shape.h"
+#include "autograd/storage.h"
+
+namespace sg {
+
+class Node;
+class Tensor;
+
+// Options for factories, chainable: TensorOptions().dtype(kFloat64).requires_grad(true).
+class TensorOptions {
+ public:
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}  // NOLINT: lets factories take a bare dtype
+  TensorOptions dtype(DType d) const {
+    return with([&](TensorOptions& o) { o.dtype_ = d; });
+  }
+  TensorOptions device(Device d) const {
+    return with([&](TensorOptions& o) { o.device_ = d; });
+  }
+  TensorOptions requires_grad(bool r) const {
+    return with([&](TensorOptions& o) { o.requires_grad_ = r; });
+  }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  bool requires_grad() const { return requires_grad_; }
+
+ private:
+  template <typename F>
+  TensorOptions with(F&& f) const {
+    TensorOptions copy = *this;
+    f(copy);
+    return copy;
+  }
+  DType dtype_ = kFloat32;
+  Device device_ = kCPU;
+  bool requires_grad_ = false;
+};
+
+// What a tensor is made of. Users meet it only through Tensor.
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  Strides strides;
+  int64_t offset = 0;  // in elements, from the start of storage
+  DType dtype = kFloat32;
+
+  // Autograd state: a leaf that requires grad accumulates into `grad`; a computed tensor points
+  // at the node that made it (grad_fn), which knows how to send gradients to its inputs.
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<Node> grad_fn;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // an undefined tensor: defined() is false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata ------------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  const Shape& sizes() const { return shape(); }
+  int64_t size(int64_t dim) const;
+  const Strides& strides() const;
+  int64_t stride(int64_t dim) const;
+  int64_t storage_offset() const;
+  int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t numel() const { return numel_of(shape()); }
+  DType dtype() const;
+  Device device() const;
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  bool is_contiguous() const;
+  bool is_floating_point() const { return is_floating(dtype()); }
+  int64_t version() const;  // bumped by every in-place write to this storage
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  bool shares_storage(const Tensor& other) const;
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+
+  // ---- autograd -------------------------------------------------------------------------------
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);  // only on leaves
+  bool is_leaf() const;
+  Tensor grad() const;                // accumulated gradient of a leaf, or undefined
+  void set_grad(const Tensor& grad);  // replace (or with an undefined tensor: clear) it
+  const std::shared_ptr<Node>& grad_fn() const;
+  // Backpropagate from this tensor. A scalar needs no `gradient`; any other tensor does, of the
+  // same shape. The graph is freed afterwards unless retain_graph is true.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;  // same data, no history, requires_grad false
+
+  // ---- data in and out ------------------------------------------------------------------------
+  template <typename T>
+  T item() const;  // the single element of a one-element tensor, converted to T
+  template <typename T>
+  std::vector<T> to_vector() const;  // a flat row-major copy of any tensor, views included
+  template <typename T>
+  T at(const std::vector<int64_t>& index) const;  // one element, for tests and examples
+  template <typename T>
+  T* data_ptr() const;  // raw pointer to element [0, ..., 0]; dtype must match T
+  void* raw_data() const;
+  std::string str() const;  // PyTorch-like printout, summarised with ... for big tensors
+
+  // ---- conversions ----------------------------------------------------------------------------
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+  Tensor contiguous() const;  // this tensor if already contiguous, else a contiguous copy
+  Tensor clone() const;       // always a copy
+
+  // ---- views (no data copied; see autograd/ops/views.cpp) --------------------------------------
+  Tensor view(const Shape& shape) const;
+  Tensor reshape(const Shape& shape) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;  // transpose of a 2-D tensor
+  Tensor permute(const std::vector<int64_t>& dims) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor expand(const Shape& shape) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+
+  // ---- elementwise (autograd/ops/unary.cpp, binary.cpp) ----------------------------------------
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor pow(double exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  Tensor logical_not() const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor eq(double other) const;
+  Tensor ne(double other) const;
+  Tensor lt(double other) const;
+  Tensor le(double other) const;
+  Tensor gt(double other) const;
+  Tensor ge(double other) const;
+
+  // ---- reductions (autograd/ops/reduce.cpp) ----------------------------------------------------
+  Tensor sum() const;
+  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor var(const std::vector<int64_t>& dims, int64_t correction = 1, bool keepdim = false) const;
+  Tensor max() const;
+  std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
+  Tensor min() const;
+  std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+
+  // ---- the rest (matmul.cpp, softmax.cpp, masking.cpp, indexing.cpp) ---------------------------
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+
+  // ---- in place (autograd/ops/inplace.cpp): for optimizers and initialisers ---------------------
+  // Each bumps the version counter. They refuse a tensor that requires grad while grad mode is
+  // on: wrap optimizer steps in NoGradGuard.
+  Tensor& zero_();
+  Tensor& fill_(double value);
+  Tensor& copy_(const Tensor& src);  // src is broadcast to this tensor's shape and converted
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& add_(double other);
+  Tensor& sub_(const Tensor& other, double alpha = 1.0);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(double other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(double other);
+  Tensor& addcmul_(const Tensor& a, const Tensor& b, double value = 1.0);  // += value * a * b
+  Tensor& addcdiv_(const Tensor& a, const Tensor& b, double value = 1.0);  // += value * a / b
+  Tensor& uniform_(double low = 0.0, double high = 1.0);
+  Tensor& normal_(double mean = 0.0, double std = 1.0);
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Elementwise arithmetic with broadcasting; a double operand becomes a 0-d tensor of the other
+// operand's dtype (int64 tensors meeting a fractional double become float32, as in PyTorch).
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+
+}  // namespace sg
+
+template <>
+struct fmt::formatter<sg::Tensor> : fmt::formatter<std::string> {
+  auto format(const sg::Tensor& t, fmt::format_context& ctx) const {
+    return fmt::formatter<std::string>::format(t.str(), ctx);
+  }
+};
+
+namespace sg {
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+}

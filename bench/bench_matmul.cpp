@@ -1,0 +1,205 @@
+// How much does scratchgrad add on top of BLAS? sg::matmul against raw cblas_sgemm, in one
+// process, on the same inputs.
+//
+// sg::matmul does more than the gemm: it checks shapes, allocates the output, builds views and
+// dispatches to the backend. At 512x512x512 (268 MFLOP, about a millisecond) that overhead must
+// be small: the requirement is sg::matmul within 10% of raw cblas_sgemm (ratio >= 0.90).
+//
+// Cases (float32): C = A·B at 512, C = A·Bᵀ at 512 (B a transposed view, which BLAS must read
+// in place: a copy would cost a visible ~10%), and attention scores Q·Kᵀ on [8, 64, 64] (eight
+// small gemms, where per-call overhead weighs the most).
+//
+// Each round times raw BLAS and then sg::matmul, back to back; the best round of each is kept
+// (the least disturbed by other processes), and the median is reported beside it.
+//
+//   ./build/bench/bench_matmul [--rounds 15] [--min-ms 50] [--json out.json] [--check]
+//
+// --check exits 1 when the 512 case misses the 10% requirement.
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "autograd/autograd.h"
+
+namespace {
+
+struct Options {
+  int rounds = 15;       // timed rounds per case
+  double min_ms = 50.0;  // each round repeats the call for at least this long
+  std::string json_path;
+  bool check = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (arg == "--rounds" && has_value) {
+      o.rounds = std::max(1, std::stoi(argv[++i]));
+    } else if (arg == "--min-ms" && has_value) {
+      o.min_ms = std::stod(argv[++i]);
+    } else if (arg == "--json" && has_value) {
+      o.json_path = argv[++i];
+    } else if (arg == "--check") {
+      o.check = true;
+    } else {
+      fmt::print(stderr, "usage: {} [--rounds N] [--min-ms MS] [--json FILE] [--check]\n", argv[0]);
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds per call of fn, over as many calls as fit in min_ms (at least one).
+double seconds_per_call(const std::function<void()>& fn, double min_ms) {
+  int64_t calls = 0;
+  const auto start = Clock::now();
+  std::chrono::duration<double> elapsed{};
+  do {
+    fn();
+    ++calls;
+    elapsed = Clock::now() - start;
+  } while (elapsed.count() * 1e3 < min_ms);
+  return elapsed.count() / static_cast<double>(calls);
+}
+
+struct Timing {
+  double best = 0, median = 0;  // seconds per call
+};
+
+Timing summarize(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return {samples.front(), samples[samples.size() / 2]};
+}
+
+struct CaseResult {
+  std::string name, shapes;
+  double flops = 0;  // per call
+  Timing raw, sg;
+  double gflops(double seconds) const { return flops / seconds * 1e-9; }
+  double ratio() const { return raw.best / sg.best; }  // sg speed / raw speed, best rounds
+};
+
+// Times raw and ours alternately, `rounds` times each, after one untimed warm-up call of each.
+CaseResult run_case(std::string name, std::string shapes, double flops,
+                    const std::function<void()>& raw, const std::function<void()>& ours,
+                    const Options& o) {
+  raw();
+  ours();
+  std::vector<double> raw_samples, sg_samples;
+  for (int r = 0; r < o.rounds; ++r) {
+    raw_samples.push_back(seconds_per_call(raw, o.min_ms));
+    sg_samples.push_back(seconds_per_call(ours, o.min_ms));
+  }
+  CaseResult c{std::move(name), std::move(shapes), flops, summarize(raw_samples),
+               summarize(sg_samples)};
+  fmt::print(
+      "{:<24} {:<26} raw {:7.1f} GFLOP/s ({:8.1f} us)   sg {:7.1f} GFLOP/s ({:8.1f} us)"
+      "   sg/raw {:.3f}  (medians: {:.1f} vs {:.1f} GFLOP/s)\n",
+      c.name, c.shapes, c.gflops(c.raw.best), c.raw.best * 1e6, c.gflops(c.sg.best),
+      c.sg.best * 1e6, c.ratio(), c.gflops(c.raw.median), c.gflops(c.sg.median));
+  return c;
+}
+
+// C [n, n] = A [n, n] · B [n, n] (or Bᵀ): raw sgemm on the tensors' own buffers.
+CaseResult square_case(int n, bool transpose_b, const Options& o) {
+  sg::Tensor a = sg::randn({n, n}), b = sg::randn({n, n});
+  sg::Tensor c = sg::empty({n, n});
+  const float* pa = a.data_ptr<float>();
+  const float* pb = b.data_ptr<float>();
+  float* pc = c.data_ptr<float>();
+  const CBLAS_TRANSPOSE tb = transpose_b ? CblasTrans : CblasNoTrans;
+  auto raw = [=] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, n, n, n, 1.0f, pa, n, pb, n, 0.0f, pc, n);
+  };
+  sg::Tensor b_view = transpose_b ? b.t() : b;  // a view: no copy is made here
+  auto ours = [&] { sg::Tensor out = sg::matmul(a, b_view); };
+  std::string name = transpose_b ? "A·Bᵀ (B transposed)" : "A·B";
+  return run_case(name, fmt::format("[{0}, {0}]·[{0}, {0}]", n), 2.0 * n * n * n, raw, ours, o);
+}
+
+// Attention scores: S [B, T, T] = Q [B, T, D] · Kᵀ, as B separate sgemm calls.
+CaseResult attention_case(int batch, int t, int d, const Options& o) {
+  sg::Tensor q = sg::randn({batch, t, d}), k = sg::randn({batch, t, d});
+  sg::Tensor s = sg::empty({batch, t, t});
+  const float* pq = q.data_ptr<float>();
+  const float* pk = k.data_ptr<float>();
+  float* ps = s.data_ptr<float>();
+  auto raw = [=] {
+    for (int i = 0; i < batch; ++i) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t, t, d, 1.0f, pq + i * t * d, d,
+                  pk + i * t * d, d, 0.0f, ps + i * t * t, t);
+    }
+  };
+  auto ours = [&] { sg::Tensor out = sg::matmul(q, k.transpose(-2, -1)); };
+  return run_case("Q·Kᵀ (batched)", fmt::format("[{0}, {1}, {2}]·[{0}, {2}, {1}]", batch, t, d),
+                  2.0 * batch * t * t * d, raw, ours, o);
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "unknown";
+}
+
+void write_json(const std::string& path, const std::vector<CaseResult>& cases, const Options& o,
+                bool meets_requirement) {
+  std::string items;
+  for (const CaseResult& c : cases) {
+    if (!items.empty()) items += ",";
+    items += fmt::format(
+        R"({{"name":"{}","shapes":"{}","flops":{},"raw_gflops":{:.2f},"sg_gflops":{:.2f},)"
+        R"("raw_us":{:.2f},"sg_us":{:.2f},"raw_median_gflops":{:.2f},"sg_median_gflops":{:.2f},)"
+        R"("ratio":{:.4f}}})",
+        c.name, c.shapes, c.flops, c.gflops(c.raw.best), c.gflops(c.sg.best), c.raw.best * 1e6,
+        c.sg.best * 1e6, c.gflops(c.raw.median), c.gflops(c.sg.median), c.ratio());
+  }
+  std::string json =
+      fmt::format(R"({{"benchmark":"matmul","dtype":"float32","cpu":"{}","hardware_threads":{},)"
+                  R"("blas_core":"{}","blas_threads":{},"rounds":{},"min_ms":{},"cases":[{}],)"
+                  R"("requirement":"sg/raw >= 0.90 at 512","meets_requirement":{}}})",
+                  cpu_model(), std::thread::hardware_concurrency(), sg::blas_core_name(),
+                  sg::blas_threads(), o.rounds, o.min_ms, items, meets_requirement);
+  std::ofstream out(path);
+  out << json << "\n";
+  if (!out) {
+    fmt::print(stderr, "bench_matmul: cannot write {}\n", path);
+    std::exit(2);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sg::ensure_fast_blas(argc,
+                       argv);  // re-executes with OPENBLAS_CORETYPE set if BLAS chose slow kernels
+  const Options o = parse(argc, argv);
+  sg::manual_seed(0);
+  fmt::print("CPU: {} ({} hardware threads); OpenBLAS core {}, {} threads\n", cpu_model(),
+             std::thread::hardware_concurrency(), sg::blas_core_name(), sg::blas_threads());
+
+  std::vector<CaseResult> cases;
+  cases.push_back(square_case(512, /*transpose_b=*/false, o));
+  cases.push_back(square_case(512, /*transpose_b=*/true, o));
+  cases.push_back(attention_case(8, 64, 64, o));
+
+  const bool meets = cases[0].ratio() >= 0.90;
+  fmt::print("requirement (sg/raw >= 0.90 at 512): {} ({:.3f})\n", meets ? "met" : "MISSED",
+             cases[0].ratio());
+  if (!o.json_path.empty()) write_json(o.json_path, cases, o, meets);
+  return o.check && !meets ? 1 : 0;
+}

@@ -1,0 +1,14 @@
+# sg_set_warnings(<target>): the project's warning flags, errors when SCRATCHGRAD_WERROR is ON.
+function(sg_set_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers>)
+  if(SCRATCHGRAD_WERROR)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+                                             $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)
+  endif()
+endfunction()
+
+if(SCRATCHGRAD_SANITIZE)
+  add_compile_options(-fsanitize=${SCRATCHGRAD_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${SCRATCHGRAD_SANITIZE})
+endif()

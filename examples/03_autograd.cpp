@@ -1,0 +1,130 @@
+// Chapter 3: reverse-mode automatic differentiation.
+//
+// Every op that has an input requiring grad records a Node: its name, one edge per input, and a
+// backward function (g -> input gradients). backward() walks those nodes from the output to the
+// leaves, in an order where a node runs only after all its consumers have sent their gradient
+// (Kahn's algorithm), and adds each leaf's gradient into leaf.grad().
+//
+// Run: ./build/examples/03_autograd [--out DIR]   (writes DIR/03_autograd_graph.dot)
+// Test: ctest --test-dir build -L ch03
+#include <fmt/format.h>
+
+#include <fstream>
+#include <string_view>
+
+#include "autograd/autograd.h"
+#include "autograd/graphviz.h"
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char* what) {
+  fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", what);
+  failures += ok ? 0 : 1;
+}
+
+double max_diff(const sg::Tensor& a, const sg::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+sg::TensorOptions leaf_options() { return sg::TensorOptions(sg::kFloat64).requires_grad(true); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sg::ensure_fast_blas(argc, argv);
+  std::string out_dir = ".";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];
+  }
+
+  fmt::print("== 1. y = a x^2 + b: the derivative by hand, and by the engine\n");
+  const double a = 3, b = 2;
+  sg::Tensor x = sg::tensor({1, 2, 3}, leaf_options());
+  sg::Tensor y = a * x.pow(2) + b;
+  fmt::print("y = {}\ny.grad_fn() = '{}', with {} edges\n", y, y.grad_fn()->name(),
+             y.grad_fn()->edges().size());
+  y.sum().backward();                       // d(sum y)/dx_i = dy_i/dx_i
+  sg::Tensor by_hand = 2 * a * x.detach();  // dy/dx = 2 a x
+  fmt::print("engine: x.grad() = {}\nby hand:  2 a x  = {}\n", x.grad(), by_hand);
+  check(max_diff(x.grad(), by_hand) < 1e-12, "the engine agrees with the formula");
+
+  fmt::print("\n== 2. A diamond: a tensor used twice receives the sum of both gradients\n");
+  sg::Tensor w = sg::tensor({0.5, -1}, leaf_options());
+  sg::Tensor u = w.tanh();                 //        w -> u
+  sg::Tensor z = (u * 2 + u.exp()).sum();  // u -> (2u, exp u) -> z: two paths from u to z
+  z.backward();
+  // dz/du = 2 + exp(u), then the chain rule through tanh: du/dw = 1 - u^2
+  sg::Tensor ud = u.detach();
+  sg::Tensor expected = (2 + ud.exp()) * (1 - ud * ud);
+  fmt::print("w.grad() = {}\nby hand  = {}\n", w.grad(), expected);
+  check(max_diff(w.grad(), expected) < 1e-12, "both paths through u were added up");
+  (w * w).sum().backward();  // leaf gradients ACCUMULATE across backward() calls...
+  check(max_diff(w.grad(), expected + 2 * w.detach()) < 1e-12, "grad accumulates: += 2w");
+  w.set_grad(sg::Tensor());  // ...until cleared (an optimizer's zero_grad)
+
+  fmt::print("\n== 3. NoGradGuard: no graph is recorded\n");
+  {
+    sg::NoGradGuard no_grad;
+    sg::Tensor v = x * 2;
+    fmt::print("under NoGradGuard: (x * 2).requires_grad() = {}, grad_fn = {}\n", v.requires_grad(),
+               v.grad_fn() ? "set" : "none");
+    check(!v.requires_grad(), "evaluation and optimizer steps record nothing");
+  }
+
+  fmt::print("\n== 4. detach(): the same data, cut off from the graph\n");
+  sg::Tensor xd = x.detach();
+  check(xd.shares_storage(x) && !xd.requires_grad(), "detach shares storage, needs no grad");
+  x.set_grad(sg::Tensor());
+  (x * x.detach()).sum().backward();  // d/dx (x * const) = const = x, not 2x
+  fmt::print("d/dx sum(x * x.detach()) = {}  (the detached factor is a constant)\n", x.grad());
+  check(max_diff(x.grad(), x.detach()) < 1e-12, "no gradient flowed through the detached path");
+
+  fmt::print("\n== 5. retain_graph, and the error after the graph is freed\n");
+  sg::Tensor loss = (x * x).sum();
+  loss.backward(sg::Tensor(), /*retain_graph=*/true);  // keep the saved tensors
+  loss.backward();                                     // fine; frees the graph afterwards
+  try {
+    loss.backward();
+    check(false, "a third backward() should have thrown");
+  } catch (const sg::Error& e) {
+    fmt::print("third backward() throws:\n  {}\n", e.what());
+  }
+
+  fmt::print("\n== 6. gradcheck: compare with central differences (f(x+e) - f(x-e)) / 2e\n");
+  sg::manual_seed(0);
+  sg::Tensor t = sg::randn({3, 4}, leaf_options());
+  auto tanh_fn = [](const std::vector<sg::Tensor>& in) { return sg::tanh(in[0]); };
+  sg::GradcheckResult good = sg::gradcheck(tanh_fn, {t});
+  fmt::print("tanh: ok = {}, max |analytic - numeric| = {:.2e}\n", good.ok, good.max_abs_error);
+  check(good.ok, "tanh's backward (dx = g (1 - y^2)) passes gradcheck");
+  // An op with a deliberately wrong backward: dx = g (1 - y) instead of g (1 - y^2).
+  auto wrong_tanh = [](const std::vector<sg::Tensor>& in) {
+    sg::Tensor out;
+    {
+      sg::NoGradGuard no_grad;  // compute the value only; we record our own node below
+      out = sg::tanh(in[0]);
+    }
+    return sg::record("wrong_tanh", out, {in[0]}, [y = sg::SavedTensor(out)](const sg::Tensor& g) {
+      return sg::Grads{g * (1 - y.get())};
+    });
+  };
+  sg::GradcheckResult bad = sg::gradcheck(wrong_tanh, {t});
+  fmt::print("wrong_tanh: ok = {}; the report:\n{}\n", bad.ok, bad.report);
+  check(!bad.ok, "gradcheck catches the wrong formula");
+
+  fmt::print("\n== 7. The graph, exported to Graphviz\n");
+  sg::Tensor p = sg::tensor({1, 2}, leaf_options());
+  sg::Tensor q = sg::tensor({3, 4}, leaf_options());
+  sg::Tensor r = ((p * q + p).tanh()).sum();  // p is used twice: two arrows reach it
+  std::string dot = sg::to_dot(r, {{"p", p}, {"q", q}});
+  std::string path = out_dir + "/03_autograd_graph.dot";
+  std::ofstream(path) << dot;
+  fmt::print("{}wrote {}; draw it with: dot -Tsvg {} -o graph.svg\n", dot, path, path);
+  check(dot.find("tanh") != std::string::npos && dot.find("label=\"q") != std::string::npos,
+        "the DOT text names the ops and the leaves");
+
+  fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
+  return failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,5 @@
+// Umbrella header of scratchgrad::nn.
+#pragma once
+
+#include "autograd/autograd.h"
+#include "nn/init.h"

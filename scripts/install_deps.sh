@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs scratchgrad's build dependencies from Debian 12 packages, only those that are missing.
+# Runs apt-get as root, or through sudo when run as another user. Safe to run again: with
+# everything present it changes nothing and needs no network.
+set -euo pipefail
+
+packages=(
+  build-essential    # g++ 12
+  cmake ninja-build
+  libopenblas-dev    # the CPU gemm
+  libfmt-dev         # formatting and printing
+  libgtest-dev       # tests
+  libbenchmark-dev   # bench/
+  libcli11-dev       # command lines of the examples
+  nlohmann-json3-dev # golden test files, metrics
+  clang-format       # the style check in .ci/run
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$package")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install_deps: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+  if ! command -v sudo >/dev/null; then
+    echo "install_deps: missing packages (${missing[*]}); run as root or install sudo" >&2
+    exit 1
+  fi
+  as_root=(sudo)
+fi
+
+echo "install_deps: installing ${missing[*]}"
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null

@@ -1,0 +1,113 @@
+// Elementwise binary ops: broadcasting, promotion, gradients (summed over broadcast dims), errors.
+#include "tests/support/golden.h"
+#include "tests/support/testing.h"
+
+namespace sg {
+namespace {
+
+using testing::golden;
+using testing::random_leaf;
+using testing::tensors_equal;
+using testing::tensors_near;
+
+TEST(BinaryTest, MatchesPyTorch) {
+  auto check = [](const char* name, const std::function<Tensor(const Tensor&, const Tensor&)>& fn) {
+    const auto& c = golden("binary", name);
+    Tensor y = fn(c.input("a"), c.input("b"));
+    Tensor expected = c.output();
+    EXPECT_EQ(y.dtype(), expected.dtype()) << name;
+    EXPECT_TRUE(tensors_near(y, expected, 1e-6, 1e-5)) << name;
+  };
+  check("add_broadcast", [](const Tensor& a, const Tensor& b) { return a + b; });
+  check("sub_broadcast", [](const Tensor& a, const Tensor& b) { return a - b; });
+  check("mul_broadcast", [](const Tensor& a, const Tensor& b) { return a * b; });
+  check("div_broadcast", [](const Tensor& a, const Tensor& b) { return a / b; });
+  check("add_alpha", [](const Tensor& a, const Tensor& b) { return add(a, b, 2.5); });
+  check("pow_tensor", [](const Tensor& a, const Tensor& b) { return pow(a, b); });
+  check("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); });
+  check("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); });
+  check("add_int_float", [](const Tensor& a, const Tensor& b) { return a + b; });
+  check("div_int_int", [](const Tensor& a, const Tensor& b) { return a / b; });
+  check("add_float64_float32", [](const Tensor& a, const Tensor& b) { return a + b; });
+  check("lt", [](const Tensor& a, const Tensor& b) { return lt(a, b); });
+  check("eq_int", [](const Tensor& a, const Tensor& b) { return eq(a, b); });
+}
+
+TEST(BinaryTest, GradientsMatchPyTorch) {
+  std::map<std::string, std::function<Tensor(const Tensor&, const Tensor&)>> ops = {
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }},
+      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }},
+      {"div", [](const Tensor& a, const Tensor& b) { return a / b; }},
+  };
+  for (const auto& [name, fn] : ops) {
+    const auto& c = golden("binary", name + "_grad");
+    Tensor a = c.input("a").requires_grad_(true);
+    Tensor b = c.input("b").requires_grad_(true);
+    fn(a, b).sum().backward();
+    EXPECT_TRUE(tensors_near(a.grad(), c.output("grad_a"), 1e-12, 1e-12)) << name;
+    EXPECT_TRUE(tensors_near(b.grad(), c.output("grad_b"), 1e-12, 1e-12)) << name;
+  }
+}
+
+TEST(BinaryTest, Gradcheck) {
+  Tensor a = random_leaf({3, 1, 4}, 1);
+  Tensor b = random_leaf({5, 1}, 2);
+  Tensor p = random_leaf({5, 4}, 3);
+  {
+    NoGradGuard no_grad;
+    p.copy_(p.abs() + 0.5);  // positive: a safe divisor and base
+  }
+  using In = const std::vector<Tensor>&;
+  EXPECT_GRADCHECK([](In in) { return in[0] + in[1]; }, {a, b});
+  EXPECT_GRADCHECK([](In in) { return add(in[0], in[1], -1.5); }, {a, b});
+  EXPECT_GRADCHECK([](In in) { return sub(in[0], in[1], 2.0); }, {a, b});
+  EXPECT_GRADCHECK([](In in) { return in[0] * in[1]; }, {a, b});
+  EXPECT_GRADCHECK([](In in) { return in[0] / in[1]; }, {a, p});
+  EXPECT_GRADCHECK([](In in) { return pow(in[1], in[0]); }, {a, p});
+  EXPECT_GRADCHECK([](In in) { return maximum(in[0], in[1]); }, {a, b});
+  EXPECT_GRADCHECK([](In in) { return minimum(in[0], in[1]); }, {a, b});
+  EXPECT_GRADCHECK([](In in) { return 2.0 / in[0] - 1.0 + in[0] * 3.0; }, {p});
+  EXPECT_GRADCHECK([](In in) { return -in[0] / 4.0 + (1.0 - in[0]); }, {a});
+  // Non-contiguous and expanded operands.
+  EXPECT_GRADCHECK([](In in) { return in[0].t() * in[1].slice(0, 0, 4); },
+                   {p, random_leaf({5, 5}, 4)});
+  EXPECT_GRADCHECK([](In in) { return in[0].expand({5, 4}) * in[1]; }, {random_leaf({1, 4}, 5), p});
+  // The same tensor on both sides: both contributions accumulate.
+  EXPECT_GRADCHECK([](In in) { return in[0] * in[0]; }, {a});
+}
+
+TEST(BinaryTest, PromotionAndScalars) {
+  Tensor f = tensor({1.5, 2.5});
+  Tensor i = tensor({1, 2}, kInt64);
+  EXPECT_EQ((i + i).dtype(), kInt64);
+  EXPECT_EQ((i + f).dtype(), kFloat32);
+  EXPECT_EQ((f + ones({2}, kFloat64)).dtype(), kFloat64);
+  EXPECT_EQ((i * 2.0).dtype(), kInt64);    // a whole-number scalar keeps int64
+  EXPECT_EQ((i * 0.5).dtype(), kFloat32);  // a fraction promotes, as in PyTorch
+  EXPECT_EQ((i / i).dtype(), kFloat32);    // true division
+  EXPECT_EQ((f * 2.0).dtype(), kFloat32);  // a double scalar does not promote a float32 tensor
+  Tensor b = i.gt(1.0);
+  EXPECT_EQ(b.dtype(), kBool);
+  EXPECT_EQ((b + b).dtype(), kInt64);
+  EXPECT_TRUE(tensors_equal(logical_or(b, logical_not(b)), ones({2}, kBool)));
+  EXPECT_TRUE(tensors_equal(f.ge(2.0), tensor({0, 1}).to(kBool)));
+}
+
+TEST(BinaryTest, Errors) {
+  EXPECT_SG_ERROR(zeros({2, 3}) + zeros({4}), "add: shapes [2, 3] and [4] cannot be broadcast");
+  EXPECT_SG_ERROR(zeros({2}) * zeros({3, 3}), "mul: shapes [2] and [3, 3] cannot be broadcast");
+  EXPECT_SG_ERROR(lt(zeros({2}), zeros({3})), "lt: shapes [2] and [3]");
+  EXPECT_SG_ERROR(zeros({2}) + Tensor(), "add: an operand is an undefined tensor");
+}
+
+TEST(BroadcastTest, NonContiguousOutputsOfEveryLayout) {
+  // The strided kernel against a hand-computed expectation, for transposed/sliced/expanded inputs.
+  Tensor x = arange(12, kFloat64).view({3, 4});
+  Tensor y = x.t().slice(0, 0, 4, 2);  // [2, 3], strides [2, 4]
+  Tensor z = tensor({10, 20, 30}, kFloat64).unsqueeze(0).expand({2, 3});
+  EXPECT_EQ((y + z).to_vector<double>(), (std::vector<double>{10, 24, 38, 12, 26, 40}));
+}
+
+}  // namespace
+}  // namespace sg

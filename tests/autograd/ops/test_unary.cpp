@@ -1,0 +1,113 @@
+// Elementwise unary ops: values vs PyTorch, float64 gradchecks (also on non-contiguous inputs),
+// and dtype handling.
+#include "tests/support/golden.h"
+#include "tests/support/testing.h"
+
+namespace sg {
+namespace {
+
+using testing::golden;
+using testing::random_leaf;
+using testing::tensors_near;
+
+struct UnaryCase {
+  const char* golden_name;
+  std::function<Tensor(const Tensor&)> fn;
+  bool positive_domain = false;
+};
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }},
+      {"exp", [](const Tensor& x) { return exp(x); }},
+      {"log", [](const Tensor& x) { return log(x); }, true},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, true},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, true},
+      {"abs", [](const Tensor& x) { return abs(x); }},
+      {"tanh", [](const Tensor& x) { return tanh(x); }},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
+      {"relu", [](const Tensor& x) { return relu(x); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }},
+      {"pow_2_5", [](const Tensor& x) { return pow(x, 2.5); }, true},
+      {"pow_neg1", [](const Tensor& x) { return pow(x, -1.0); }, true},
+      {"square", [](const Tensor& x) { return square(x); }},
+      {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.7); }},
+      {"clamp_min", [](const Tensor& x) { return clamp(x, 0.1, std::nullopt); }},
+  };
+}
+
+TEST(UnaryTest, MatchesPyTorch) {
+  for (const UnaryCase& c : unary_cases()) {
+    const auto& g = golden("unary", c.golden_name);
+    EXPECT_TRUE(tensors_near(c.fn(g.input("x")), g.output(), 1e-6, 1e-5)) << c.golden_name;
+  }
+  const auto& s = golden("unary", "sign");
+  EXPECT_TRUE(tensors_near(sign(s.input("x")), s.output(), 0, 0));
+  const auto& e = golden("unary", "exp_int");  // int64 input becomes float32, as in PyTorch
+  Tensor y = exp(e.input("x"));
+  EXPECT_EQ(y.dtype(), kFloat32);
+  EXPECT_TRUE(tensors_near(y, e.output(), 1e-6, 1e-6));
+}
+
+TEST(UnaryTest, GradientsMatchPyTorch) {
+  for (const char* name : {"gelu", "gelu_tanh", "sigmoid", "tanh"}) {
+    const auto& c = golden("unary", std::string(name) + "_grad");
+    Tensor x = c.input("x").requires_grad_(true);
+    Tensor y = std::string(name) == "gelu"        ? gelu(x)
+               : std::string(name) == "gelu_tanh" ? gelu(x, "tanh")
+               : std::string(name) == "sigmoid"   ? sigmoid(x)
+                                                  : tanh(x);
+    y.sum().backward();
+    EXPECT_TRUE(tensors_near(y, c.output("out"), 1e-12, 1e-12)) << name;
+    EXPECT_TRUE(tensors_near(x.grad(), c.output("grad"), 1e-12, 1e-12)) << name;
+  }
+}
+
+TEST(UnaryTest, Gradcheck) {
+  for (const UnaryCase& c : unary_cases()) {
+    // Positive-domain ops get inputs in [0.5, 2.5); the others avoid the kinks of abs/relu/clamp.
+    Tensor x = random_leaf({3, 4}, 3);
+    {
+      NoGradGuard no_grad;
+      if (c.positive_domain) {
+        x.copy_(x.abs() + 0.5);
+      } else {
+        x.copy_(x + sign(x) * 0.05);
+      }
+    }
+    auto fn = c.fn;
+    EXPECT_GRADCHECK([fn](const std::vector<Tensor>& in) { return fn(in[0]); }, {x})
+        << c.golden_name;
+    // The same op on a transposed (non-contiguous) view.
+    EXPECT_GRADCHECK([fn](const std::vector<Tensor>& in) { return fn(in[0].t()); }, {x})
+        << c.golden_name << " on a transposed view";
+  }
+}
+
+TEST(UnaryTest, DtypeRules) {
+  Tensor i = tensor({-2, 3}, kInt64);
+  EXPECT_EQ(neg(i).dtype(), kInt64);
+  EXPECT_EQ(abs(i).to_vector<int64_t>(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(sqrt(abs(i)).dtype(), kFloat32);
+  EXPECT_EQ(relu(i).to_vector<int64_t>(), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(clamp(i, 0, 1).to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  Tensor b = tensor({0, 1}).to(kBool);
+  EXPECT_SG_ERROR(neg(b), "neg: not defined for bool tensors");
+  EXPECT_EQ(logical_not(b).to_vector<bool>(), (std::vector<bool>{true, false}));
+  EXPECT_SG_ERROR(gelu(tensor({1.0}), "fast"), "gelu: approximate must be \"none\" or \"tanh\"");
+  EXPECT_SG_ERROR(clamp(tensor({1.0}), std::nullopt, std::nullopt),
+                  "clamp: at least one of min and max");
+  // min > max sets everything to max, as in PyTorch
+  EXPECT_EQ(clamp(tensor({-1, 5}), 2, 1).to_vector<float>(), (std::vector<float>{1, 1}));
+}
+
+TEST(UnaryTest, StableAtTheExtremes) {
+  Tensor big = tensor({-1000, 1000});
+  EXPECT_EQ(sigmoid(big).to_vector<float>(), (std::vector<float>{0, 1}));
+  EXPECT_EQ(tanh(big).to_vector<float>(), (std::vector<float>{-1, 1}));
+  EXPECT_EQ(gelu(big).to_vector<float>(), (std::vector<float>{0, 1000}));
+}
+
+}  // namespace
+}  // namespace sg

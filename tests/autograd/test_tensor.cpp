@@ -1,0 +1,127 @@
+// Tensor basics: metadata, factories, data access, conversions, printing.
+#include "tests/support/testing.h"
+
+namespace sg {
+namespace {
+
+using testing::tensors_equal;
+using testing::tensors_near;
+
+TEST(ShapeTest, ContiguousStridesAndBroadcast) {
+  EXPECT_EQ(contiguous_strides({2, 3, 4}), (Strides{12, 4, 1}));
+  EXPECT_EQ(contiguous_strides({}), Strides{});
+  EXPECT_EQ(broadcast_shapes("add", {3, 1}, {4}), (Shape{3, 4}));
+  EXPECT_EQ(broadcast_shapes("add", {2, 1, 5}, {3, 1}), (Shape{2, 3, 5}));
+  EXPECT_SG_ERROR(broadcast_shapes("add", {2, 3}, {4}),
+                  "add: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)");
+  EXPECT_EQ(infer_size("view", {-1, 4}, 12), (Shape{3, 4}));
+  EXPECT_SG_ERROR(infer_size("view", {-1, -1}, 12), "view: only one dimension can be -1");
+  EXPECT_SG_ERROR(infer_size("view", {5, -1}, 12),
+                  "view: shape [5, -1] is invalid for input of size 12");
+  EXPECT_EQ(normalize_dim("sum", -1, 3), 2);
+  EXPECT_SG_ERROR(normalize_dim("sum", 3, 3), "sum: dim 3 out of range for a 3-D tensor");
+}
+
+TEST(FactoryTest, ValuesShapesAndDtypes) {
+  Tensor z = zeros({2, 3});
+  EXPECT_EQ(z.shape(), (Shape{2, 3}));
+  EXPECT_EQ(z.dtype(), kFloat32);
+  EXPECT_EQ(z.to_vector<float>(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(ones({2}, kInt64).to_vector<int64_t>(), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(full({2}, 7.5, kFloat64).to_vector<double>(), (std::vector<double>{7.5, 7.5}));
+  EXPECT_EQ(arange(0, 10, 3).to_vector<int64_t>(), (std::vector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(arange(5).dtype(), kInt64);
+  EXPECT_EQ(arange(0, 1, 0.25, kFloat32).to_vector<float>(),
+            (std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f}));
+  EXPECT_EQ(eye(2).to_vector<float>(), (std::vector<float>{1, 0, 0, 1}));
+  EXPECT_EQ(tensor({{1, 2}, {3, 4}}).shape(), (Shape{2, 2}));
+  EXPECT_EQ(scalar_tensor(3.0).dim(), 0);
+  EXPECT_EQ(scalar_tensor(3.0).item<float>(), 3.0f);
+  EXPECT_EQ(zeros_like(ones({3}, kFloat64)).dtype(), kFloat64);
+  EXPECT_SG_ERROR(from_vector(std::vector<float>{1, 2, 3}, {2, 2}),
+                  "from_vector: 3 values cannot fill shape [2, 2]");
+  EXPECT_SG_ERROR(zeros({2, -1}), "empty: negative size in shape [2, -1]");
+  EXPECT_SG_ERROR(zeros({2}, TensorOptions(kInt64).requires_grad(true)),
+                  "only float32 and float64 tensors can require grad");
+  EXPECT_SG_ERROR(arange(0, 5, 0), "arange: step must be non-zero");
+}
+
+TEST(FactoryTest, RandomIsSeededAndWellDistributed) {
+  manual_seed(42);
+  Tensor a = randn({1000});
+  manual_seed(42);
+  Tensor b = randn({1000});
+  EXPECT_TRUE(tensors_equal(a, b));
+  EXPECT_NEAR(a.mean().item<double>(), 0.0, 0.1);
+  EXPECT_NEAR(a.var({0}).item<double>(), 1.0, 0.15);
+  Tensor u = rand({2000}, kFloat64);
+  EXPECT_GE(u.min().item<double>(), 0.0);
+  EXPECT_LT(u.max().item<double>(), 1.0);
+  EXPECT_NEAR(u.mean().item<double>(), 0.5, 0.03);
+  Tensor r = randint(3, 7, {500});
+  EXPECT_GE(r.min().item<int64_t>(), 3);
+  EXPECT_LE(r.max().item<int64_t>(), 6);
+}
+
+TEST(GeneratorTest, StateRoundTrips) {
+  Generator gen(7);
+  gen.next_u64();
+  uint64_t state = gen.state();
+  double first = gen.next_normal();
+  gen.set_state(state);
+  EXPECT_EQ(gen.next_normal(), first);
+}
+
+TEST(TensorTest, DataAccess) {
+  Tensor t = tensor({{1, 2, 3}, {4, 5, 6}});
+  EXPECT_EQ(t.at<float>({1, 2}), 6.0f);
+  EXPECT_EQ(t.at<float>({-1, 0}), 4.0f);
+  EXPECT_EQ(t.t().to_vector<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(t.numel(), 6);
+  EXPECT_EQ(t.size(-1), 3);
+  EXPECT_SG_ERROR(t.item<float>(), "item: the tensor has 6 elements (shape [2, 3])");
+  EXPECT_SG_ERROR(t.data_ptr<double>(),
+                  "data_ptr: the tensor is float32 but float64 was asked for");
+  EXPECT_SG_ERROR(t.at<float>({0}), "at: 1 indices given for a tensor of shape [2, 3]");
+  EXPECT_SG_ERROR(Tensor().shape(), "tensor: this tensor is undefined");
+}
+
+TEST(TensorTest, DtypeConversion) {
+  Tensor t = tensor({1.7, -2.2, 0.0});
+  EXPECT_EQ(t.to(kInt64).to_vector<int64_t>(), (std::vector<int64_t>{1, -2, 0}));
+  EXPECT_EQ(t.to(kBool).to_vector<bool>(), (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(t.to(kFloat64).dtype(), kFloat64);
+  EXPECT_TRUE(t.to(kFloat32).is_same(t));  // no-op conversion returns the tensor itself
+}
+
+TEST(TensorTest, CudaDeviceGivesAClearError) {
+  EXPECT_FALSE(cuda_available());
+  EXPECT_FALSE(cuda_unavailable_reason().empty());
+  EXPECT_SG_ERROR(zeros({2}, TensorOptions().device(Device::cuda())), "cuda:0");
+  EXPECT_EQ(Device::cuda(1).str(), "cuda:1");
+}
+
+TEST(PrintTest, LooksLikePyTorch) {
+  EXPECT_EQ(tensor({{1, -0.5}, {2, 3}}).str(),
+            "tensor([[ 1.0000, -0.5000],\n        [ 2.0000,  3.0000]])");
+  EXPECT_EQ(arange(3).str(), "tensor([0, 1, 2])");
+  EXPECT_EQ(scalar_tensor(2.5, kFloat64).str(), "tensor(2.5000, dtype=float64)");
+  EXPECT_EQ(tensor({1, 2}).gt(1.5).str(), "tensor([false,  true])");
+  Tensor x = ones({2}, TensorOptions().requires_grad(true));
+  EXPECT_EQ(x.str(), "tensor([1.0000, 1.0000], requires_grad=true)");
+  EXPECT_EQ((x * 2.0).str(), "tensor([2.0000, 2.0000], grad_fn=<mul>)");
+  EXPECT_EQ(fmt::format("{}", arange(2)), "tensor([0, 1])");
+}
+
+TEST(PrintTest, SummarisesBigTensors) {
+  std::string s = arange(2000).str();
+  EXPECT_NE(s.find("..."), std::string::npos);
+  EXPECT_NE(s.find("1999"), std::string::npos);
+  EXPECT_EQ(s.find("1000"), std::string::npos);
+  std::string m = zeros({100, 100}).str();
+  EXPECT_NE(m.find("..."), std::string::npos);
+  EXPECT_LT(m.size(), 1000u);
+}
+
+}  // namespace
+}  // namespace sg

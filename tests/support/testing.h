@@ -1,0 +1,45 @@
+// Shared test helpers: tensor comparisons with readable failures, and gradcheck as an assertion.
+//
+//   EXPECT_TRUE(sg::testing::tensors_near(actual, expected, 1e-6));
+//   EXPECT_GRADCHECK([](const auto& in) { return sg::exp(in[0]); }, {x});
+//   EXPECT_SG_ERROR(sg::matmul(a, b), "matmul: shapes [2, 3] and [4, 5]");
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+
+namespace sg::testing {
+
+// Same shape, and |a - e| <= atol + rtol * |e| everywhere (NaNs must match NaNs).
+::testing::AssertionResult tensors_near(const Tensor& actual, const Tensor& expected,
+                                        double atol = 1e-6, double rtol = 1e-5);
+// Same shape and exactly equal values (bool and int64 tensors, indices).
+::testing::AssertionResult tensors_equal(const Tensor& actual, const Tensor& expected);
+
+::testing::AssertionResult gradcheck_passes(const GradcheckFn& fn,
+                                            const std::vector<Tensor>& inputs,
+                                            const GradcheckOptions& options = {});
+
+// A float64 leaf that requires grad, filled from a fixed seed.
+Tensor random_leaf(const Shape& shape, uint64_t seed = 0, double scale = 1.0);
+
+}  // namespace sg::testing
+
+#define EXPECT_GRADCHECK(fn, ...) EXPECT_TRUE(::sg::testing::gradcheck_passes(fn, __VA_ARGS__))
+
+// Asserts that `statement` throws sg::Error whose message contains `substring`.
+#define EXPECT_SG_ERROR(statement, substring)                                          \
+  do {                                                                                 \
+    try {                                                                              \
+      (void)(statement);                                                               \
+      ADD_FAILURE() << "expected sg::Error containing \"" << (substring) << "\" from " \
+                    << #statement;                                                     \
+    } catch (const ::sg::Error& sg_error_) {                                           \
+      EXPECT_NE(std::string(sg_error_.what()).find(substring), std::string::npos)      \
+          << "message was: " << sg_error_.what();                                      \
+    }                                                                                  \
+  } while (false)
