@@ -20,8 +20,7 @@ const TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl) {
 }
 }  // namespace
 
-// ---- metadata
-// ------------------------------------------------------------------------------------
+// ---- metadata ----
 
 const Shape& Tensor::shape() const { return checked(impl_).shape; }
 const Strides& Tensor::strides() const { return checked(impl_).strides; }
@@ -50,8 +49,7 @@ bool Tensor::shares_storage(const Tensor& other) const {
   return defined() && other.defined() && impl_->storage == other.impl_->storage;
 }
 
-// ---- autograd
-// ------------------------------------------------------------------------------------
+// ---- autograd ----
 
 bool Tensor::requires_grad() const { return checked(impl_).requires_grad; }
 
@@ -98,8 +96,23 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-// ---- data access
-// ---------------------------------------------------------------------------------
+void Tensor::set_data(const Tensor& src) {
+  checked(impl_);
+  SG_CHECK(src.defined(), "set_data: the source tensor is undefined");
+  SG_CHECK(is_leaf(),
+           "set_data: only leaf tensors can take new data; this one was computed by '{}'",
+           impl_->grad_fn ? impl_->grad_fn->name() : "");
+  SG_CHECK(!requires_grad() || is_floating(src.dtype()),
+           "set_data: a tensor that requires grad needs float data, got {}", src.dtype());
+  impl_->storage = src.impl()->storage;
+  impl_->shape = src.shape();
+  impl_->strides = src.strides();
+  impl_->offset = src.storage_offset();
+  impl_->dtype = src.dtype();
+  impl_->grad.reset();
+}
+
+// ---- data access ----
 
 void* Tensor::raw_data() const {
   const TensorImpl& self = checked(impl_);
@@ -155,8 +168,7 @@ SG_INSTANTIATE_ACCESS(double)
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
-// ---- conversions
-// ---------------------------------------------------------------------------------
+// ---- conversions ----
 
 Tensor Tensor::to(DType dtype) const { return to_dtype(*this, dtype); }
 
@@ -189,8 +201,7 @@ Tensor Tensor::clone() const {
   return record("clone", out, {*this}, [](const Tensor& g) { return Grads{g}; });
 }
 
-// ---- method forwarding
-// ---------------------------------------------------------------------------
+// ---- method forwarding ----
 
 Tensor Tensor::view(const Shape& s) const { return sg::view(*this, s); }
 Tensor Tensor::reshape(const Shape& s) const { return sg::reshape(*this, s); }
@@ -291,8 +302,7 @@ std::vector<Tensor> Tensor::split(int64_t size, int64_t d) const {
 }
 std::vector<Tensor> Tensor::chunk(int64_t n, int64_t d) const { return sg::chunk(*this, n, d); }
 
-// ---- operators
-// -------------------------------------------------------------------------------------
+// ---- operators ----
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }

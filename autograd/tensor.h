@@ -77,7 +77,7 @@ class Tensor {
   Tensor() = default;  // an undefined tensor: defined() is false
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // ---- metadata ------------------------------------------------------------------------------
+  // ---- metadata ----
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
   const Shape& sizes() const { return shape(); }
@@ -98,7 +98,7 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
-  // ---- autograd -------------------------------------------------------------------------------
+  // ---- autograd ----
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true);  // only on leaves
   bool is_leaf() const;
@@ -109,8 +109,11 @@ class Tensor {
   // same shape. The graph is freed afterwards unless retain_graph is true.
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
   Tensor detach() const;  // same data, no history, requires_grad false
+  // Makes this leaf use src's data (storage, shape, strides, dtype) while staying the same tensor:
+  // every handle to it sees the change. Module::to(device) moves parameters this way. Clears grad.
+  void set_data(const Tensor& src);
 
-  // ---- data in and out ------------------------------------------------------------------------
+  // ---- data in and out ----
   template <typename T>
   T item() const;  // the single element of a one-element tensor, converted to T
   template <typename T>
@@ -122,13 +125,13 @@ class Tensor {
   void* raw_data() const;
   std::string str() const;  // PyTorch-like printout, summarised with ... for big tensors
 
-  // ---- conversions ----------------------------------------------------------------------------
+  // ---- conversions ----
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;
   Tensor contiguous() const;  // this tensor if already contiguous, else a contiguous copy
   Tensor clone() const;       // always a copy
 
-  // ---- views (no data copied; see autograd/ops/views.cpp) --------------------------------------
+  // ---- views (no data copied; see autograd/ops/views.cpp) ----
   Tensor view(const Shape& shape) const;
   Tensor reshape(const Shape& shape) const;
   Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
@@ -144,7 +147,7 @@ class Tensor {
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;
 
-  // ---- elementwise (autograd/ops/unary.cpp, binary.cpp) ----------------------------------------
+  // ---- elementwise (autograd/ops/unary.cpp, binary.cpp) ----
   Tensor neg() const;
   Tensor exp() const;
   Tensor log() const;
@@ -171,7 +174,7 @@ class Tensor {
   Tensor gt(double other) const;
   Tensor ge(double other) const;
 
-  // ---- reductions (autograd/ops/reduce.cpp) ----------------------------------------------------
+  // ---- reductions (autograd/ops/reduce.cpp) ----
   Tensor sum() const;
   Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
   Tensor mean() const;
@@ -184,7 +187,7 @@ class Tensor {
   Tensor argmax(int64_t dim, bool keepdim = false) const;
   Tensor argmin(int64_t dim, bool keepdim = false) const;
 
-  // ---- the rest (matmul.cpp, softmax.cpp, masking.cpp, indexing.cpp) ---------------------------
+  // ---- the rest (matmul.cpp, softmax.cpp, masking.cpp, indexing.cpp) ----
   Tensor matmul(const Tensor& other) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
@@ -196,7 +199,7 @@ class Tensor {
   std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
   std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
 
-  // ---- in place (autograd/ops/inplace.cpp): for optimizers and initialisers ---------------------
+  // ---- in place (autograd/ops/inplace.cpp): for optimizers and initialisers ----
   // Each bumps the version counter. They refuse a tensor that requires grad while grad mode is
   // on: wrap optimizer steps in NoGradGuard.
   Tensor& zero_();

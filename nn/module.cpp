@@ -1,0 +1,162 @@
+#include "nn/module.h"
+
+namespace sg::nn {
+
+Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
+
+void Module::check_new_name(const std::string& name) const {
+  SG_CHECK(!name.empty() && name.find('.') == std::string::npos,
+           "{}: invalid name '{}' (names must be non-empty and contain no '.')", type_name_, name);
+  auto taken = [&](const auto& list) {
+    for (const auto& [n, _] : list) {
+      if (n == name) return true;
+    }
+    return false;
+  };
+  SG_CHECK(!taken(parameters_) && !taken(buffers_) && !taken(children_),
+           "{}: the name '{}' is already registered", type_name_, name);
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value, bool requires_grad) {
+  check_new_name(name);
+  SG_CHECK(value.defined(), "{}: parameter '{}' is an undefined tensor", type_name_, name);
+  // A parameter is its own leaf: detach it from whatever computed its initial value.
+  Tensor p = value.is_leaf() ? value : value.detach();
+  p.requires_grad_(requires_grad);
+  parameters_.emplace_back(name, p);
+  return p;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor value) {
+  check_new_name(name);
+  SG_CHECK(value.defined(), "{}: buffer '{}' is an undefined tensor", type_name_, name);
+  Tensor b = value.detach();
+  buffers_.emplace_back(name, b);
+  return b;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_new_name(name);
+  SG_CHECK(module != nullptr, "{}: submodule '{}' is null", type_name_, name);
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(const std::string& prefix, bool recurse, bool want_params, bool want_buffers,
+                     NamedTensors& out) const {
+  if (want_params) {
+    for (const auto& [name, t] : parameters_) out.emplace_back(prefix + name, t);
+  }
+  if (want_buffers) {
+    for (const auto& [name, t] : buffers_) out.emplace_back(prefix + name, t);
+  }
+  if (!recurse) return;
+  for (const auto& [name, child] : children_) {
+    child->collect(prefix + name + ".", true, want_params, want_buffers, out);
+  }
+}
+
+NamedTensors Module::named_parameters(bool recurse) const {
+  NamedTensors out;
+  collect("", recurse, true, false, out);
+  return out;
+}
+
+NamedTensors Module::named_buffers(bool recurse) const {
+  NamedTensors out;
+  collect("", recurse, false, true, out);
+  return out;
+}
+
+NamedTensors Module::state_dict() const {
+  NamedTensors out;
+  collect("", true, true, true, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& [_, t] : named_parameters(recurse)) out.push_back(t);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& [_, c] : children_) out.push_back(c);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() const {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  // The root is not owned by a shared_ptr necessarily; report it with an aliasing no-op pointer.
+  out.emplace_back("",
+                   std::shared_ptr<Module>(std::shared_ptr<Module>(), const_cast<Module*>(this)));
+  std::vector<std::pair<std::string, const Module*>> stack{{"", this}};
+  for (size_t i = 0; i < stack.size(); ++i) {
+    auto [prefix, m] = stack[i];
+    for (const auto& [name, child] : m->children_) {
+      std::string full = prefix.empty() ? name : prefix + "." + name;
+      out.emplace_back(full, child);
+      stack.emplace_back(full, child.get());
+    }
+  }
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [_, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (Tensor& p : parameters()) p.set_grad(Tensor());
+}
+
+template <typename F>
+void Module::for_each_tensor(F&& f) {
+  for (auto& [_, t] : parameters_) f(t);
+  for (auto& [_, t] : buffers_) f(t);
+  for (auto& [_, child] : children_) child->for_each_tensor(f);
+}
+
+void Module::to(Device device) {
+  NoGradGuard no_grad;
+  for_each_tensor([&](Tensor& t) { t.set_data(t.to(device)); });
+}
+
+void Module::to(DType dtype) {
+  SG_CHECK(is_floating(dtype), "{}.to: modules hold float parameters; got {}", type_name_, dtype);
+  NoGradGuard no_grad;
+  for_each_tensor([&](Tensor& t) {
+    if (is_floating(t.dtype())) t.set_data(t.to(dtype));
+  });
+}
+
+void Module::print_into(std::string& out, int indent) const {
+  out += type_name_ + "(";
+  std::string extra = extra_repr();
+  if (children_.empty()) {
+    out += extra + ")";
+    return;
+  }
+  std::string pad(static_cast<size_t>(indent + 2), ' ');
+  if (!extra.empty()) out += "\n" + pad + extra;
+  for (const auto& [name, child] : children_) {
+    out += "\n" + pad + "(" + name + "): ";
+    child->print_into(out, indent + 2);
+  }
+  out += "\n" + std::string(static_cast<size_t>(indent), ' ') + ")";
+}
+
+std::string Module::str() const {
+  std::string out;
+  print_into(out, 0);
+  return out;
+}
+
+}  // namespace sg::nn
