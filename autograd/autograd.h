@@ -9,6 +9,7 @@
 #include "autograd/generator.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
+#include "autograd/graphviz.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "autograd/shape.h"

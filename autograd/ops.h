@@ -19,7 +19,7 @@
 
 namespace sg {
 
-// ---- views: ops/views.cpp (no data copied; backward reshapes or scatters g back) ---------------
+// ---- views: ops/views.cpp (no data copied; backward reshapes or scatters g back) ----
 Tensor view(const Tensor& x, const Shape& shape);     // dx = g.view(x.shape)
 Tensor reshape(const Tensor& x, const Shape& shape);  // a view when strides allow, else a copy
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);      // dx = g.transpose(dim0, dim1)
@@ -34,8 +34,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index);  // dx = zeros, g co
 Tensor contiguous(const Tensor& x);                          // dx = g
 Tensor to_dtype(const Tensor& x, DType dtype);               // dx = g.to(x.dtype)
 
-// ---- elementwise unary: ops/unary.cpp
-// ------------------------------------------------------------
+// ---- elementwise unary: ops/unary.cpp ----
 Tensor neg(const Tensor& x);      // dx = -g
 Tensor exp(const Tensor& x);      // dx = g ⊙ y
 Tensor log(const Tensor& x);      // dx = g / x
@@ -98,7 +97,7 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);
 // Sums a broadcast gradient down to `shape` (the engine's unbroadcast). dx = g.expand(y.shape)
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
-// ---- matmul: ops/matmul.cpp --------------------------------------------------------------------
+// ---- matmul: ops/matmul.cpp ----
 // PyTorch semantics: 1-D·1-D dot, 2-D·2-D, 1-D promoted to a matrix and the added dim removed,
 // N-D batched with broadcast batch dims. Through BLAS; transposed views are not copied.
 Tensor matmul(const Tensor& a, const Tensor& b);  // da = g·bᵀ, db = aᵀ·g (summed over broadcast)
@@ -109,8 +108,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);  // da = g·bᵀ, db = aᵀ·g 
 Tensor softmax(const Tensor& x, int64_t dim);      // dx = y ⊙ (g - Σ g⊙y)
 Tensor log_softmax(const Tensor& x, int64_t dim);  // dx = g - exp(y) Σ g
 
-// ---- selection and masking: ops/masking.cpp
-// ---------------------------------------------------------
+// ---- selection and masking: ops/masking.cpp ----
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);  // da = g⊙c, db = g⊙!c
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);    // dx = g ⊙ !mask
 Tensor tril(const Tensor& x, int64_t diagonal = 0);  // keeps j <= i + diagonal; dx = tril(g)
@@ -127,8 +125,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);  // dx = scatt
 Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx = {});
 Tensor one_hot(const Tensor& index, int64_t num_classes);  // int64 [..., C]; no gradient
 
-// ---- joining and splitting: ops/join.cpp
-// ------------------------------------------------------------
+// ---- joining and splitting: ops/join.cpp ----
 Tensor cat(const std::vector<Tensor>& tensors,
            int64_t dim = 0);  // dx_i = g.narrow(dim, off_i, n_i)
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);  // cat of unsqueezed inputs
@@ -140,5 +137,14 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 // each element with probability p and scales the rest by 1/(1-p), so the expected value is
 // unchanged; identity when !training or p == 0. dx = g ⊙ mask / (1-p)
 Tensor dropout(const Tensor& x, double p, bool training = true);
+
+// ---- losses: ops/cross_entropy.cpp ----
+// logits [..., C], target int64 [...] of class indices (the class dim is LAST; for [N, C] this is
+// torch's F.cross_entropy). One fused node: -Σ_c q_c log softmax(logits)_c per row, with
+// q = (1-ε) onehot(target) + ε/C (ε = label_smoothing); rows whose target is ignore_index count
+// for nothing; reduction "mean" (over the rows not ignored), "sum" or "none" (shape [...]).
+// dlogits = (softmax(logits) - q) ⊙ g / count, zero rows where ignored
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
+                     double label_smoothing = 0.0, std::string_view reduction = "mean");
 
 }  // namespace sg

@@ -34,9 +34,9 @@ int main(int argc, char** argv) {
   sg::ensure_fast_blas(argc, argv);
 
   fmt::print("== 1. The broadcasting rule\n");
-  sg::Tensor col = sg::tensor({0, 10, 20}).view({3, 1});
-  sg::Tensor row = sg::tensor({1, 2, 3, 4});  // [4]
-  sg::Tensor table = col + row;               // [3, 4]: table[i][j] = col[i][0] + row[j]
+  sg::Tensor col = sg::tensor({{0}, {10}, {20}});  // [3, 1]
+  sg::Tensor row = sg::tensor({1, 2, 3, 4});       // [4]
+  sg::Tensor table = col + row;                    // [3, 4]: table[i][j] = col[i][0] + row[j]
   fmt::print("col {} + row {} -> {}\n{}\n", col.shape(), row.shape(), table.shape(), table);
   const sg::Shape pairs[][2] = {
       {{3, 1}, {4}}, {{2, 1, 5}, {3, 1}}, {{8, 1, 6, 1}, {7, 1, 5}}, {{5}, {}}};
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   fmt::print("  row.expand({{3, 4}}) has strides {}: no copy\n", row.expand({3, 4}).strides());
 
   fmt::print("\n== 2. Elementwise ops\n");
-  sg::Tensor x = sg::tensor({-2, -0.5, 0, 1, 3});
+  sg::Tensor x = sg::tensor({-2.0, -0.5, 0.0, 1.0, 3.0});
   fmt::print("x          = {}\n", x);
   fmt::print("relu(x)    = {}\n", sg::relu(x));
   fmt::print("exp(x)     = {}\n", x.exp());
@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
   }
 
   fmt::print("\n== 5. The gradient of a broadcast input is summed back (sum_to)\n");
-  sg::Tensor b = sg::tensor({1, 2, 3, 4}, sg::TensorOptions().requires_grad(true));  // [4]
-  sg::Tensor c = sg::from_vector<float>({1, 2, 3}, {3, 1}, sg::TensorOptions().requires_grad(true));
+  sg::Tensor b = sg::tensor({1, 2, 3, 4}, sg::TensorOptions().requires_grad(true));     // [4]
+  sg::Tensor c = sg::tensor({{1}, {2}, {3}}, sg::TensorOptions().requires_grad(true));  // [3, 1]
   sg::Tensor y = (c * b).sum();  // c * b is [3, 4]
   y.backward();
   // d y / d b[j] = sum over i of c[i] = 6: b[j] was used in all 3 rows.

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   check(max_diff(x.grad(), by_hand) < 1e-12, "the engine agrees with the formula");
 
   fmt::print("\n== 2. A diamond: a tensor used twice receives the sum of both gradients\n");
-  sg::Tensor w = sg::tensor({0.5, -1}, leaf_options());
+  sg::Tensor w = sg::tensor({0.5, -1.0}, leaf_options());
   sg::Tensor u = w.tanh();                 //        w -> u
   sg::Tensor z = (u * 2 + u.exp()).sum();  // u -> (2u, exp u) -> z: two paths from u to z
   z.backward();

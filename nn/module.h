@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -103,8 +104,10 @@ class UnaryModule : public Module {
 
 }  // namespace sg::nn
 
-template <>
-struct fmt::formatter<sg::nn::Module> : fmt::formatter<std::string> {
+// fmt::format("{}", module) for Module and every class derived from it.
+template <typename T>
+struct fmt::formatter<T, char, std::enable_if_t<std::is_base_of_v<sg::nn::Module, T>>>
+    : fmt::formatter<std::string> {
   auto format(const sg::nn::Module& m, fmt::format_context& ctx) const {
     return fmt::formatter<std::string>::format(m.str(), ctx);
   }

@@ -18,12 +18,26 @@ struct Operands {
   Shape shape;
 };
 
+// PyTorch's result type: a 0-d tensor only decides the dtype when it is of a higher category
+// (bool < integer < float) than the tensor with dims, so x_float32 * scalar_tensor(2.0, kFloat64)
+// stays float32, but x_int64 * scalar_tensor(0.5) becomes float32.
+DType result_type(const Tensor& a, const Tensor& b) {
+  auto category = [](DType d) { return d == kBool ? 0 : (d == kInt64 ? 1 : 2); };
+  if ((a.dim() == 0) == (b.dim() == 0)) return promote_types(a.dtype(), b.dtype());
+  const Tensor& with_dims = a.dim() == 0 ? b : a;
+  const Tensor& zero_dim = a.dim() == 0 ? a : b;
+  if (category(zero_dim.dtype()) > category(with_dims.dtype())) {
+    return promote_types(a.dtype(), b.dtype());
+  }
+  return with_dims.dtype();
+}
+
 // Checks devices, promotes dtypes, broadcasts shapes. Arithmetic on bools happens in int64.
 Operands prepare(std::string_view op, const Tensor& a, const Tensor& b, bool arithmetic) {
   SG_CHECK(a.defined() && b.defined(), "{}: an operand is an undefined tensor", op);
   detail::check_same_device(op, {a, b});
   Operands o;
-  o.dtype = promote_types(a.dtype(), b.dtype());
+  o.dtype = result_type(a, b);
   if (arithmetic && o.dtype == kBool) o.dtype = kInt64;
   o.shape = broadcast_shapes(op, a.shape(), b.shape());
   o.a = detail::broadcast_view(detail::convert(a, o.dtype), o.shape);

@@ -18,7 +18,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   if (p == 1.0) return x * zeros({}, x.options());
 
   // u ~ U[0, 1), so P(u < 1 - p) = 1 - p: the element survives.
-  Tensor keep = lt(rand(x.shape(), x.options()), full({}, 1.0 - p, x.options()));
+  Tensor keep = rand(x.shape(), x.options()).lt(1.0 - p);
   Tensor scaled_mask = keep.to(x.dtype()) / (1.0 - p);
   return x * scaled_mask;
 }

@@ -16,7 +16,7 @@ void check_index_dtype(std::string_view op, const Tensor& index) {
 
 }  // namespace
 
-// ---- index_select ------------------------------------------------------------------------------
+// ---- index_select ----
 // y = the slices x[.., index[k], ..] along dim, stacked in index order:
 //   x [5, 3], dim 0, index [4, 0, 4]  ->  y [3, 3] = rows 4, 0 and 4 of x.
 // Backward: dx = zeros, then g's slice k is added into row index[k] (index_add).
@@ -45,7 +45,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
                 });
 }
 
-// ---- gather ------------------------------------------------------------------------------------
+// ---- gather ----
 // y has index's shape; along dim the index says which element to take, elsewhere the position is
 // kept. For dim 1: y[i][j] = x[i][index[i][j]]. Backward: dx = zeros, g scattered back to the
 // positions it was taken from (scatter_add).
@@ -75,7 +75,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
                 });
 }
 
-// ---- embedding ---------------------------------------------------------------------------------
+// ---- embedding ----
 // Row ids[...] of weight [V, D] for every id: y [..., D]. It is index_select on the flattened
 // ids, reshaped; its own backward adds the same index_add and then zeroes the padding row, so a
 // padding token (the filler after a short sentence) never moves its embedding.
@@ -93,6 +93,11 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
     padding_row = *padding_idx < 0 ? *padding_idx + vocab : *padding_idx;
   }
 
+  if (ids.numel() > 0) {
+    int64_t lo = amin(ids).item<int64_t>(), hi = amax(ids).item<int64_t>();
+    SG_CHECK(lo >= 0 && hi < vocab, "embedding: token id {} is out of range for {} embeddings",
+             lo < 0 ? lo : hi, vocab);
+  }
   Tensor flat_ids = ids.detach().reshape({ids.numel()}).contiguous();
   Tensor rows = index_select(weight.detach(), 0, flat_ids);  // [N, D], no graph
   Shape shape = ids.shape();
@@ -110,7 +115,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
       });
 }
 
-// ---- one_hot -----------------------------------------------------------------------------------
+// ---- one_hot ----
 // index [...] -> int64 [..., C] with a 1 at each index's class: compare index with arange(C).
 // num_classes -1 means max(index) + 1, as in PyTorch.
 Tensor one_hot(const Tensor& index, int64_t num_classes) {

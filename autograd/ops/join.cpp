@@ -11,7 +11,7 @@
 
 namespace sg {
 
-// ---- cat ---------------------------------------------------------------------------------------
+// ---- cat ----
 // Backward: dx_i = g.narrow(dim, offset_i, size_i).
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   SG_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
@@ -55,7 +55,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   });
 }
 
-// ---- stack -------------------------------------------------------------------------------------
+// ---- stack ----
 // A new dim of size len(tensors) at `dim`: cat of the inputs, each unsqueezed there. Composed,
 // so the gradient (g's slice i, squeezed) comes from cat and unsqueeze.
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -72,7 +72,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return cat(unsqueezed, d);
 }
 
-// ---- split / chunk -----------------------------------------------------------------------------
+// ---- split / chunk ----
 // Pieces of split_size along dim (the last one may be smaller), as narrow() views.
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   SG_CHECK(x.dim() > 0, "split: expected a tensor with at least 1 dim, got a 0-d tensor");

@@ -10,7 +10,7 @@
 
 namespace sg {
 
-// ---- where -------------------------------------------------------------------------------------
+// ---- where ----
 // y = condition ? a : b, all three broadcast together; a and b promote to a common dtype.
 // Backward: each output element came from exactly one of a and b, so g goes there and the other
 // gets 0: da = where(c, g, 0), db = where(c, 0, g) (the engine sums them to a's and b's shapes).
@@ -34,7 +34,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   });
 }
 
-// ---- masked_fill -------------------------------------------------------------------------------
+// ---- masked_fill ----
 // y = value where mask is true, else x. The mask broadcasts to x (never the other way: the
 // output keeps x's shape). It is where(mask, value, x), so dx = g ⊙ !mask comes from `where`.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
@@ -47,7 +47,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   return where(mask, full({}, value, x.options()), x);
 }
 
-// ---- tril / triu -------------------------------------------------------------------------------
+// ---- tril / triu ----
 // Keep the lower (upper) triangle of the last two dims, zero the rest. Element (i, j) is kept
 // when j - i <= diagonal (tril) or j - i >= diagonal (triu); diagonal 0 is the main diagonal.
 // The keep-mask is built from two aranges, (cols - rows) compared with the diagonal, and applied

@@ -9,9 +9,11 @@
 // Letters: M = rows of a, K = the inner size that is summed over, N = columns of b, B = the
 // number of matrices once the broadcast batch dims are flattened into one.
 //
-// Every case ends in one call of the backend's gemm on [B, M, K] · [B, K, N]. Nothing is copied
-// on the way there: broadcasting is expand (stride 0 along the batch), and a transposed operand
-// stays a transposed view, which BLAS reads directly (backend/cpu/gemm.cpp).
+// Every case ends in one call of the backend's gemm on [B, M, K] · [B, K, N] (a stack times one
+// matrix, as in a Linear layer, becomes one tall [1, B*M, K] · [1, K, N]). Nothing is copied on
+// the way there: broadcasting is a stride of 0 along the batch, and a transposed operand stays a
+// transposed view, which BLAS reads directly (backend/cpu/gemm.cpp). The one exception is an
+// operand broadcast in some batch dims but not others, whose batch cannot be one strided dim.
 #include <optional>
 
 #include "autograd/ops/internal.h"

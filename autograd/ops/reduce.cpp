@@ -100,7 +100,7 @@ void check_not_empty(std::string_view op, const Tensor& x, const std::vector<int
 
 }  // namespace
 
-// ---- sum ---------------------------------------------------------------------------------------
+// ---- sum ----
 // y = Σ x over dims. Backward: each x element contributed once to its output element, so
 // dx = g broadcast back over the reduced dims.
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -121,7 +121,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   });
 }
 
-// ---- mean --------------------------------------------------------------------------------------
+// ---- mean ----
 // y = Σ x / n: composed from sum and a division, so its gradient g / n needs no code here.
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   SG_CHECK(x.is_floating_point(), "mean: expected a floating point tensor, got {}", x.dtype());
@@ -130,7 +130,7 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return sum(x, dims, keepdim) / static_cast<double>(n);  // n == 0 gives NaN, as in PyTorch
 }
 
-// ---- var ---------------------------------------------------------------------------------------
+// ---- var ----
 // var = Σ (x - mean)² / (n - correction). Composed from mean, sub, mul and sum, so autograd
 // derives dx = 2 g (x - mean) / (n - correction) by itself (the mean's own gradient term sums to
 // zero). Two passes over the data, as in the textbook formula; no catastrophic cancellation.
@@ -144,7 +144,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction
   return sum(centered * centered, dims, keepdim) / divisor;
 }
 
-// ---- amax / amin -------------------------------------------------------------------------------
+// ---- amax / amin ----
 // y = the largest (smallest) value over dims. Backward (as PyTorch's amax): g goes to every input
 // equal to y, split evenly among ties, so dx = g ⊙ [x == y] / count(x == y).
 namespace {
@@ -178,7 +178,7 @@ Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return extreme("amin", ReduceOp::Min, x, dims, keepdim);
 }
 
-// ---- max / min along one dim, with indices -----------------------------------------------------
+// ---- max / min along one dim, with indices ----
 // values = the extreme along dim, indices = where it is (the first one on ties). Backward: g goes
 // to exactly that index (unlike amax, no splitting), scattered into zeros: dx = scatter_add(g).
 namespace {
@@ -218,7 +218,7 @@ std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
   return extreme_along("min", ReduceOp::Min, x, dim, keepdim);
 }
 
-// ---- argmax / argmin: the indices alone, int64, never differentiable ---------------------------
+// ---- argmax / argmin: the indices alone, int64, never differentiable ----
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   NoGradGuard no_grad;  // the values are thrown away: record nothing for them
   return extreme_along("argmax", ReduceOp::Max, x, dim, keepdim).second;
@@ -228,7 +228,7 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
   return extreme_along("argmin", ReduceOp::Min, x, dim, keepdim).second;
 }
 
-// ---- sum_to: the engine's unbroadcast ----------------------------------------------------------
+// ---- sum_to: the engine's unbroadcast ----
 // If x was computed from a tensor of `shape` by broadcasting, its gradient must be summed back:
 // over the leading dims broadcasting added, and over the dims where `shape` has size 1.
 //   sum_to(g [4, 2, 3], {2, 1})  ->  sum over dims 0 and 2  ->  [2, 1]

@@ -1,4 +1,4 @@
-// CPU matrix multiply through OpenBLAS: the only file that includes <cblas.h>.
+// CPU matrix multiply through OpenBLAS (with blas.cpp, the only files that include <cblas.h>).
 //
 // BLAS takes a matrix as a pointer, a leading dimension and a transpose flag, which is exactly a
 // 2-D strided view whose last stride is 1 (row-major, "N") or whose second-to-last stride is 1

@@ -23,9 +23,10 @@ Layout layout_of(const Shape& shape, int64_t dim) {
 }
 
 int64_t checked_index(std::string_view op, int64_t i, int64_t size, int64_t dim) {
-  SG_CHECK(i >= -size && i < size, "{}: index {} is out of range for dim {} of size {}", op, i, dim,
+  // Negative indices are an error, as in PyTorch's index_select and gather.
+  SG_CHECK(i >= 0 && i < size, "{}: index {} is out of range for dim {} of size {}", op, i, dim,
            size);
-  return i < 0 ? i + size : i;
+  return i;
 }
 
 // Calls f(index_pos, x_pos) for every element of a contiguous index tensor, where x_pos is the

@@ -111,3 +111,17 @@ TEST(BroadcastTest, NonContiguousOutputsOfEveryLayout) {
 
 }  // namespace
 }  // namespace sg
+
+namespace sg {
+namespace {
+
+TEST(BinaryTest, ZeroDimTensorsPromoteLikePyTorch) {
+  // A 0-d tensor only raises the dtype when it is of a higher category than the tensor with dims.
+  EXPECT_EQ((ones({2}) + scalar_tensor(2.0, kFloat64)).dtype(), kFloat32);
+  EXPECT_EQ((arange(3) * scalar_tensor(0.5)).dtype(), kFloat32);
+  EXPECT_EQ((scalar_tensor(1.0, kFloat64) + scalar_tensor(1.0)).dtype(), kFloat64);
+  EXPECT_EQ((ones({2}, kFloat64) + scalar_tensor(1.0)).dtype(), kFloat64);
+}
+
+}  // namespace
+}  // namespace sg

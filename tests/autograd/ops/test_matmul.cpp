@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <functional>
+#include <ostream>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -38,6 +40,12 @@ Tensor random64(const Shape& shape, uint64_t seed) { return random_leaf(shape, s
 struct ShapePair {
   Shape a, b, out;
 };
+
+// "2x3x4_times_4x5": the test's name and its printout (ctest lists it so).
+std::string shapes_name(const ShapePair& p) {
+  return fmt::format("{}_times_{}", fmt::join(p.a, "x"), fmt::join(p.b, "x"));
+}
+void PrintTo(const ShapePair& p, std::ostream* os) { *os << shapes_name(p); }
 
 class MatmulShapes : public ::testing::TestWithParam<ShapePair> {};
 
@@ -193,7 +201,8 @@ TEST(MatmulGolden, Views) {
 
 // ---- backward ---------------------------------------------------------------------------------
 
-// gradcheck of matmul on leaves of the given shapes; `view` turns the leaves into the operands.
+// gradcheck on float64 leaves of the given shapes; fn (plain matmul by default) may make views of
+// the leaves before multiplying them.
 void expect_gradcheck(
     const Shape& sa, const Shape& sb,
     const std::function<Tensor(const std::vector<Tensor>&)>& fn =

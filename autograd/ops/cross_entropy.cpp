@@ -1,0 +1,129 @@
+// cross_entropy: softmax, log, pick the target and average, fused into one node.
+//
+// For one row of logits x [C] and its target class t, with label smoothing ε the target is a
+// distribution q = (1 - ε) onehot(t) + ε / C, and the loss is
+//   L = -Σ_c q_c log softmax(x)_c = (1 - ε) (-log p_t) + ε (-Σ_c log p_c) / C.
+// Its gradient is the famous one line
+//   dL/dx = softmax(x) - q
+// because Σ_c q_c = 1. Composed from log_softmax, gather and mean, autograd would get the same
+// answer through four nodes and four [N, C] temporaries; a language model's logits [B·T, V] are
+// the largest tensor of the step, so here they are walked once forward and once backward.
+//
+// Rows whose target equals ignore_index (padding) contribute nothing: no loss and a zero gradient
+// row. "mean" divides by the number of rows that are NOT ignored, so a batch with more padding
+// does not get a smaller loss; with no such rows the mean is 0 / 0 = NaN, as in PyTorch.
+// nn/loss.cpp has the same loss composed from primitives (cross_entropy_composed), which the tests
+// compare with this one, values and gradients.
+#include <algorithm>
+
+#include "autograd/ops/internal.h"
+
+namespace sg {
+
+namespace {
+
+enum class Reduction { None, Mean, Sum };
+
+Reduction parse_reduction(std::string_view reduction) {
+  if (reduction == "mean") return Reduction::Mean;
+  if (reduction == "sum") return Reduction::Sum;
+  if (reduction == "none") return Reduction::None;
+  SG_FAIL("cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", got \"{}\"", reduction);
+}
+
+// Checks every target on the host (the error names the first bad one) and counts the rows that
+// are not ignored: the divisor of "mean".
+int64_t count_valid_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
+  int64_t count = 0;
+  const std::vector<int64_t> values = target.to_vector<int64_t>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int64_t t = values[i];
+    if (t == ignore_index) continue;
+    SG_CHECK(t >= 0 && t < C,
+             "cross_entropy: target {} (at flat position {}) is out of range for {} classes; "
+             "targets must be in [0, {}) or equal ignore_index ({})",
+             t, i, C, C, ignore_index);
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                     double label_smoothing, std::string_view reduction) {
+  const Reduction mode = parse_reduction(reduction);
+  SG_CHECK(logits.is_floating_point(), "cross_entropy: logits must be float32 or float64, got {}",
+           logits.dtype());
+  SG_CHECK(target.dtype() == kInt64,
+           "cross_entropy: target must be an int64 tensor of class indices, got {}",
+           target.dtype());
+  SG_CHECK(logits.dim() >= 1, "cross_entropy: logits must have a class dim, got a 0-d tensor");
+  const Shape batch_shape(logits.shape().begin(), logits.shape().end() - 1);
+  SG_CHECK(target.shape() == batch_shape,
+           "cross_entropy: logits of shape {} need a target of shape {} (one class index per "
+           "row of logits), got {}",
+           logits.shape(), batch_shape, target.shape());
+  SG_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
+           "cross_entropy: label_smoothing must be in [0, 1], got {}", label_smoothing);
+  detail::check_same_device("cross_entropy", {logits, target});
+  const int64_t C = logits.size(-1);
+  SG_CHECK(C > 0, "cross_entropy: logits of shape {} have no classes", logits.shape());
+  const int64_t N = target.numel();
+  const int64_t count = count_valid_targets(target, C, ignore_index);
+  const double eps = label_smoothing;
+
+  Tensor out;
+  Tensor log_probs = empty({N, C}, logits.options());  // [N, C]
+  Tensor keep;                                         // [N, 1] 1 for used rows, 0 for ignored
+  Tensor safe_target;                                  // [N, 1], ignored rows point at class 0
+  {
+    NoGradGuard no_grad;
+    Tensor x = logits.detach().reshape({N, C}).contiguous();
+    backend_for(logits.device()).softmax(x, 1, /*log=*/true, log_probs);
+    Tensor t = target.detach().reshape({N, 1});
+    Tensor valid = t.ne(static_cast<double>(ignore_index));  // bool [N, 1]
+    safe_target = where(valid, t, zeros({}, t.options())).contiguous();
+    keep = valid.to(logits.dtype());
+
+    // Per-row loss [N, 1]: (1 - ε)(-log p_t) + ε (-Σ_c log p_c) / C, zero where ignored.
+    Tensor row_loss = -gather(log_probs, 1, safe_target) * (1.0 - eps);
+    if (eps > 0) row_loss = row_loss - log_probs.sum({1}, /*keepdim=*/true) * (eps / C);
+    row_loss = where(valid, row_loss, zeros({}, row_loss.options()));  // kills inf/NaN too
+    switch (mode) {
+      case Reduction::None:
+        out = row_loss.reshape(target.shape());
+        break;
+      case Reduction::Sum:
+        out = row_loss.sum();
+        break;
+      case Reduction::Mean:
+        out = row_loss.sum() / static_cast<double>(count);  // 0 / 0 = NaN when all are ignored
+        break;
+    }
+  }
+
+  return record(
+      "cross_entropy", out, {logits, target},
+      [slp = SavedTensor(log_probs), skeep = SavedTensor(keep), st = SavedTensor(safe_target), mode,
+       eps, count, logits_shape = logits.shape()](const Tensor& g) {
+        const Tensor& lp = slp.get();
+        const int64_t rows = lp.size(0), classes = lp.size(1);
+        // dx = softmax - q = exp(log p) - ε/C everywhere, then - (1 - ε) at the target.
+        Tensor dx = lp.exp();
+        if (eps > 0) dx.add_(-eps / static_cast<double>(classes));
+        backend_for(dx.device())
+            .scatter_add(dx, 1, st.get(), full({rows, 1}, -(1.0 - eps), dx.options()));
+        // Each row scaled by its share of g: g_i (none), g (sum) or g / count (mean), and 0 for
+        // ignored rows. With every row ignored the mean's gradient is 0, as in PyTorch.
+        Tensor row_scale =
+            mode == Reduction::None ? g.reshape({rows, 1}) * skeep.get() : g * skeep.get();
+        if (mode == Reduction::Mean) {
+          row_scale = row_scale / static_cast<double>(std::max<int64_t>(count, 1));
+        }
+        dx.mul_(row_scale);
+        return Grads{dx.view(logits_shape), Tensor()};
+      });
+}
+
+}  // namespace sg

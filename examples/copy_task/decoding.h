@@ -1,0 +1,24 @@
+// Greedy decoding: start from the start symbol and repeatedly append the most likely next token.
+//
+// With use_cache, each step feeds only the newest token through the decoder and reuses the keys
+// and values of earlier positions (Transformer::decode_step); without it, every step recomputes
+// the whole prefix. Both give the same tokens (tested); the cache makes decoding O(T) per step
+// instead of O(T²).
+#pragma once
+
+#include <vector>
+
+#include "nn/nn.h"
+
+namespace copy_task {
+
+// src [B, L] int64. Returns B sequences of out_len tokens each, the start symbol first.
+std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, const sg::Tensor& src,
+                                                int64_t out_len, bool use_cache = true);
+
+// Beam search for one source sequence [1, L]: the most probable sequence of out_len tokens under
+// the model (sum of log-probabilities), keeping beam_size hypotheses per step.
+std::vector<int64_t> beam_search(sg::nn::Transformer& model, const sg::Tensor& src, int64_t out_len,
+                                 int64_t beam_size);
+
+}  // namespace copy_task

@@ -1,0 +1,296 @@
+#include "trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "decoding.h"
+#include "plots.h"
+#include "progress.h"
+
+namespace copy_task {
+
+namespace fs = std::filesystem;
+using sg::Tensor;
+using Json = nlohmann::json;
+
+namespace {
+
+// Data and evaluation streams get seeds of their own, derived from the run's seed, so that
+// held-out sequences never come from the training stream.
+constexpr uint64_t kTrainStream = 0x1000, kEvalStream = 0x2000, kFinalStream = 0x3000;
+
+double noam_lr(const Config& c, int64_t step) {
+  // lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): linear warm-up, then 1/√step.
+  double s = static_cast<double>(std::max<int64_t>(step, 1));
+  return c.lr_factor * std::pow(static_cast<double>(c.d_model), -0.5) *
+         std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(c.warmup), -1.5));
+}
+
+struct History {
+  std::vector<double> steps, losses, eval_steps, exact, token_acc;
+  Json to_json() const {
+    return {{"steps", steps}, {"losses", losses}, {"eval_steps", eval_steps},
+            {"exact", exact}, {"token_acc", token_acc}};
+  }
+  static History from_json(const Json& j) {
+    History h;
+    j.at("steps").get_to(h.steps), j.at("losses").get_to(h.losses);
+    j.at("eval_steps").get_to(h.eval_steps), j.at("exact").get_to(h.exact);
+    j.at("token_acc").get_to(h.token_acc);
+    return h;
+  }
+};
+
+// Everything --resume needs besides the weights and the optimizer.
+struct RunState {
+  int64_t step = 0;
+  uint64_t data_rng = 0, eval_rng = 0, global_rng = 0;
+  double best_exact = -1;
+  int64_t best_step = 0;
+  std::optional<int64_t> first_perfect;
+  History history;
+};
+
+sg::nn::Metadata metadata_for(const Config& config, const RunState& state) {
+  sg::nn::Metadata md;
+  for (const auto& [k, v] : config.to_map()) md["config." + k] = v;
+  md["format"] = "scratchgrad-copy-task-1";
+  md["step"] = std::to_string(state.step);
+  md["data_rng"] = std::to_string(state.data_rng);
+  md["eval_rng"] = std::to_string(state.eval_rng);
+  md["global_rng"] = std::to_string(state.global_rng);
+  md["best_exact"] = fmt::format("{}", state.best_exact);
+  md["best_step"] = std::to_string(state.best_step);
+  md["first_perfect"] = state.first_perfect ? std::to_string(*state.first_perfect) : "";
+  md["history"] = state.history.to_json().dump();
+  return md;
+}
+
+Config config_from_metadata(const sg::nn::Metadata& md, const std::string& path) {
+  auto format = md.find("format");
+  SG_CHECK(format != md.end() && format->second == "scratchgrad-copy-task-1",
+           "{} is not a copy_task checkpoint (no copy-task metadata)", path);
+  std::map<std::string, std::string> values;
+  for (const auto& [k, v] : md) {
+    if (k.rfind("config.", 0) == 0) values[k.substr(7)] = v;
+  }
+  return Config::from_map(values);
+}
+
+RunState state_from_metadata(const sg::nn::Metadata& md) {
+  RunState s;
+  s.step = std::stoll(md.at("step"));
+  s.data_rng = std::stoull(md.at("data_rng"));
+  s.eval_rng = std::stoull(md.at("eval_rng"));
+  s.global_rng = std::stoull(md.at("global_rng"));
+  s.best_exact = std::stod(md.at("best_exact"));
+  s.best_step = std::stoll(md.at("best_step"));
+  if (!md.at("first_perfect").empty()) s.first_perfect = std::stoll(md.at("first_perfect"));
+  s.history = History::from_json(Json::parse(md.at("history")));
+  return s;
+}
+
+// Teacher forcing: the decoder sees tgt[:, :-1] and learns to predict tgt[:, 1:].
+struct StepResult {
+  Tensor loss;
+  double token_accuracy;
+};
+
+StepResult forward_batch(sg::nn::Transformer& model, const Batch& batch, const Config& config) {
+  const int64_t L = batch.tgt.size(1);
+  Tensor decoder_in = batch.tgt.narrow(1, 0, L - 1);
+  Tensor labels = batch.tgt.narrow(1, 1, L - 1).contiguous();
+  Tensor logits = model.forward(batch.src, decoder_in);  // [B, L-1, V]
+  Tensor flat_logits = logits.reshape({-1, config.vocab});
+  Tensor flat_labels = labels.reshape({-1});
+  Tensor loss = sg::nn::cross_entropy(flat_logits, flat_labels, kPad, config.label_smoothing);
+  sg::NoGradGuard no_grad;
+  Tensor real = flat_labels.ne(static_cast<double>(kPad));
+  Tensor right = sg::logical_and(flat_logits.argmax(-1).eq(flat_labels), real);
+  double acc = right.sum().item<double>() / std::max(1.0, real.sum().item<double>());
+  return {loss, acc};
+}
+
+void write_plots(const History& h, const std::string& dir) {
+  write_file_atomically(dir + "/loss.svg",
+                        line_chart("Training loss", "step", "cross-entropy",
+                                   {{"train loss", h.steps, h.losses, "#d62728"}}, true));
+  write_file_atomically(
+      dir + "/accuracy.svg",
+      line_chart("Held-out accuracy (greedy decoding)", "step", "fraction",
+                 {{"exact match", h.eval_steps, h.exact, "#1f77b4"},
+                  {"token accuracy", h.eval_steps, h.token_acc, "#2ca02c"}}));
+}
+
+void append_jsonl(const std::string& path, const Json& line) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::app);
+  SG_CHECK(out.good(), "cannot write {}", path);
+  out << line.dump() << "\n";
+}
+
+}  // namespace
+
+EvalResult evaluate(sg::nn::Transformer& model, TaskGenerator& gen, int64_t samples,
+                    int64_t batch) {
+  sg::NoGradGuard no_grad;
+  bool was_training = model.is_training();
+  model.eval();
+  EvalResult r;
+  int64_t right_tokens = 0, total_tokens = 0, right_seqs = 0;
+  for (int64_t done = 0; done < samples; done += batch) {
+    int64_t n = std::min(batch, samples - done);
+    Batch b = gen.next(n);
+    const int64_t L = b.tgt.size(1);
+    std::vector<std::vector<int64_t>> out = greedy_decode(model, b.src, L, /*use_cache=*/true);
+    std::vector<int64_t> tgt = b.tgt.to_vector<int64_t>();
+    std::vector<int64_t> lengths = b.lengths.to_vector<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      bool all = true;
+      for (int64_t t = 1; t < lengths[i]; ++t) {  // position 0 is the given start symbol
+        bool ok = out[i][t] == tgt[i * L + t];
+        right_tokens += ok;
+        all = all && ok;
+      }
+      total_tokens += lengths[i] - 1;
+      right_seqs += all;
+    }
+  }
+  model.train(was_training);
+  r.samples = samples;
+  r.exact_match = static_cast<double>(right_seqs) / static_cast<double>(samples);
+  r.token_accuracy = static_cast<double>(right_tokens) / std::max<double>(1.0, total_tokens);
+  return r;
+}
+
+LoadedModel load_checkpoint(const std::string& path) {
+  SG_CHECK(fs::exists(path), "checkpoint {} does not exist", path);
+  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
+  LoadedModel loaded{config_from_metadata(file.metadata, path), nullptr};
+  loaded.model = std::make_shared<sg::nn::Transformer>(loaded.config.model_options());
+  sg::nn::load(*loaded.model, path);
+  loaded.model->eval();
+  return loaded;
+}
+
+TrainSummary train(const Config& config, const TrainOptions& options) {
+  config.validate();
+  SG_CHECK(options.device == "cpu", "--device {}: {}", options.device,
+           options.device == "cuda" ? sg::cuda_unavailable_reason()
+                                    : "unknown device (expected cpu or cuda)");
+  fs::create_directories(options.out_dir);
+  const std::string best_path = options.out_dir + "/model.safetensors";
+  const std::string last_path = options.out_dir + "/last.safetensors";
+  const std::string optim_path = options.out_dir + "/last.optim.safetensors";
+
+  sg::manual_seed(config.seed);
+  auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
+  sg::optim::Adam optimizer(model->parameters(),
+                            sg::optim::AdamOptions{.lr = noam_lr(config, 1),
+                                                   .betas = {config.beta1, config.beta2},
+                                                   .eps = config.eps});
+  TaskGenerator data(config.task, config.vocab, config.min_len, config.length,
+                     config.seed ^ kTrainStream);
+  TaskGenerator held_out(config.task, config.vocab, config.min_len, config.length,
+                         config.seed ^ kEvalStream);
+  RunState state;
+  if (options.resume) {
+    SG_CHECK(fs::exists(last_path), "--resume: no checkpoint at {}", last_path);
+    sg::nn::Metadata md = sg::nn::load_safetensors(last_path).metadata;
+    Config saved = config_from_metadata(md, last_path);
+    SG_CHECK(saved.model_options().to_string() == config.model_options().to_string(),
+             "--resume: the checkpoint's model ({}) differs from the requested one ({})",
+             saved.model_options().to_string(), config.model_options().to_string());
+    sg::nn::load(*model, last_path);
+    sg::nn::load(optimizer, optim_path);
+    state = state_from_metadata(md);
+    data.set_state(state.data_rng);
+    held_out.set_state(state.eval_rng);
+    sg::default_generator().set_state(state.global_rng);
+  }
+  model->train();
+
+  Progress progress(state.step, config.steps,
+                    !options.quiet && Progress::stderr_is_terminal(), config.eval_every);
+  std::vector<double> step_ms;
+  double final_loss = state.history.losses.empty() ? 0 : state.history.losses.back();
+  auto save_last = [&] {
+    state.data_rng = data.state();
+    state.eval_rng = held_out.state();
+    state.global_rng = sg::default_generator().state();
+    sg::nn::Metadata md = metadata_for(config, state);
+    sg::nn::save(optimizer, optim_path, md);
+    sg::nn::save(*model, last_path, md);
+  };
+
+  auto t_start = std::chrono::steady_clock::now();
+  while (state.step < config.steps) {
+    auto t0 = std::chrono::steady_clock::now();
+    ++state.step;
+    optimizer.set_lr(noam_lr(config, state.step));
+    StepResult r = forward_batch(*model, data.next(config.batch), config);
+    optimizer.zero_grad();
+    r.loss.backward();
+    optimizer.step();
+    final_loss = r.loss.item<double>();
+    step_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    state.history.steps.push_back(static_cast<double>(state.step));
+    state.history.losses.push_back(final_loss);
+    if (!options.quiet) progress.update({state.step, final_loss, r.token_accuracy, optimizer.lr()});
+
+    if (state.step % config.eval_every == 0 || state.step == config.steps) {
+      EvalResult e = evaluate(*model, held_out, config.eval_samples);
+      state.history.eval_steps.push_back(static_cast<double>(state.step));
+      state.history.exact.push_back(e.exact_match);
+      state.history.token_acc.push_back(e.token_accuracy);
+      if (e.exact_match >= 1.0 && !state.first_perfect) state.first_perfect = state.step;
+      bool best = e.exact_match >= state.best_exact;
+      if (best) {
+        state.best_exact = e.exact_match;
+        state.best_step = state.step;
+      }
+      if (!options.quiet) {
+        progress.message(fmt::format("step {:>5}  held-out exact match {:6.2f}%  token accuracy {:6.2f}%{}",
+                                     state.step, 100 * e.exact_match, 100 * e.token_accuracy,
+                                     best ? "  (best so far: saved)" : ""));
+      }
+      append_jsonl(options.log_jsonl, {{"step", state.step}, {"loss", final_loss},
+                                       {"exact_match", e.exact_match},
+                                       {"token_accuracy", e.token_accuracy}, {"lr", optimizer.lr()}});
+      if (best) sg::nn::save(*model, best_path, metadata_for(config, state));
+    }
+    if (config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0) save_last();
+  }
+  progress.finish();
+  double train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  save_last();
+  write_plots(state.history, options.out_dir);
+
+  TrainSummary summary;
+  summary.steps = state.step;
+  summary.final_loss = final_loss;
+  summary.train_seconds = train_seconds;
+  if (!step_ms.empty()) {
+    std::nth_element(step_ms.begin(), step_ms.begin() + step_ms.size() / 2, step_ms.end());
+    summary.median_ms_per_step = step_ms[step_ms.size() / 2];
+  }
+  summary.first_perfect_step = state.first_perfect;
+  summary.best_step = state.best_step;
+  // The model the user gets is the saved one: evaluate it on fresh sequences it never saw.
+  if (fs::exists(best_path)) {
+    LoadedModel saved = load_checkpoint(best_path);
+    TaskGenerator final_gen(config.task, config.vocab, config.min_len, config.length,
+                            config.seed ^ kFinalStream);
+    summary.final_eval = evaluate(*saved.model, final_gen, config.final_samples);
+  }
+  summary.best_eval.exact_match = state.best_exact;
+  return summary;
+}
+
+}  // namespace copy_task

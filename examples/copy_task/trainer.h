@@ -1,0 +1,56 @@
+// Training and evaluation of the copy-task Transformer.
+//
+// One step: a fresh batch, teacher forcing (the decoder reads tgt[:, :-1] and must predict
+// tgt[:, 1:]), cross-entropy ignoring padding, Adam with the Noam learning-rate schedule.
+// Every eval_every steps the model greedily decodes fresh held-out sequences; the checkpoint with
+// the best held-out exact match is kept as model.safetensors (post-LN training is spiky, so the
+// last step is not always the best one), and last.safetensors + last.optim.safetensors hold the
+// latest state for --resume.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "nn/nn.h"
+
+namespace copy_task {
+
+struct EvalResult {
+  double exact_match = 0;     // fraction of sequences decoded entirely right
+  double token_accuracy = 0;  // fraction of non-pad target tokens right
+  int64_t samples = 0;
+};
+
+// Greedy-decodes `samples` fresh sequences from `gen` and compares them with their targets.
+EvalResult evaluate(sg::nn::Transformer& model, TaskGenerator& gen, int64_t samples,
+                    int64_t batch = 100);
+
+struct TrainOptions {
+  std::string out_dir = "runs/copy";
+  bool resume = false;
+  bool quiet = false;
+  std::string metrics_json, log_jsonl;
+  std::string device = "cpu";
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  double final_loss = 0;
+  double train_seconds = 0, median_ms_per_step = 0;
+  std::optional<int64_t> first_perfect_step;  // first evaluation with 100% exact match
+  int64_t best_step = 0;
+  EvalResult best_eval, final_eval;  // final_eval: the saved model on final_samples sequences
+};
+
+TrainSummary train(const Config& config, const TrainOptions& options);
+
+// Loads a checkpoint written by train() (model + config); throws a clear error otherwise.
+struct LoadedModel {
+  Config config;
+  std::shared_ptr<sg::nn::Transformer> model;
+};
+LoadedModel load_checkpoint(const std::string& path);
+
+}  // namespace copy_task

@@ -1,0 +1,62 @@
+#include "nn/optim/lr_scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace sg::optim {
+
+NoamLR::NoamLR(Optimizer& optimizer, int64_t d_model_, int64_t warmup_, double factor_)
+    : LRScheduler(optimizer), d_model(d_model_), warmup(warmup_), factor(factor_) {
+  SG_CHECK(d_model > 0 && warmup > 0, "NoamLR: d_model and warmup must be positive, got {} and {}",
+           d_model, warmup);
+  step();
+}
+
+double NoamLR::lr_at(int64_t step) const {
+  // Step 0 counts as step 1 (0^-0.5 is infinite), so the first two updates share an lr, exactly
+  // as the Annotated Transformer's rate() under LambdaLR.
+  const double s = static_cast<double>(std::max<int64_t>(step, 1));
+  return factor * std::pow(static_cast<double>(d_model), -0.5) *
+         std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5));
+}
+
+WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_, int64_t total_,
+                               double min_lr_)
+    : LRScheduler(optimizer), warmup(warmup_), total(total_), min_lr(min_lr_) {
+  SG_CHECK(warmup >= 0 && total > warmup,
+           "WarmupCosineLR: need 0 <= warmup < total, got warmup {} and total {}", warmup, total);
+  SG_CHECK(min_lr >= 0.0 && min_lr <= optimizer.initial_lr(),
+           "WarmupCosineLR: min_lr must be in [0, base lr {}], got {}", optimizer.initial_lr(),
+           min_lr);
+  step();
+}
+
+double WarmupCosineLR::lr_at(int64_t step) const {
+  const double base = optimizer().initial_lr();
+  if (step < warmup) return base * static_cast<double>(step) / static_cast<double>(warmup);
+  const double progress =
+      std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - warmup));
+  return min_lr + (base - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+}
+
+StepLR::StepLR(Optimizer& optimizer, int64_t step_size_, double gamma_)
+    : LRScheduler(optimizer), step_size(step_size_), gamma(gamma_) {
+  SG_CHECK(step_size > 0, "StepLR: step_size must be positive, got {}", step_size);
+  SG_CHECK(gamma >= 0.0, "StepLR: gamma must be non-negative, got {}", gamma);
+  step();
+}
+
+double StepLR::lr_at(int64_t step) const {
+  return optimizer().initial_lr() * std::pow(gamma, static_cast<double>(step / step_size));
+}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> factor)
+    : LRScheduler(optimizer), factor_(std::move(factor)) {
+  SG_CHECK(factor_ != nullptr, "LambdaLR: factor is an empty function");
+  step();
+}
+
+double LambdaLR::lr_at(int64_t step) const { return optimizer().initial_lr() * factor_(step); }
+
+}  // namespace sg::optim

@@ -1,0 +1,95 @@
+#!/usr/bin/python3
+"""An independent reader and writer of the safetensors format, with PyTorch, to check that the
+files scratchgrad writes are what other tools expect (and that we read theirs).
+
+It parses the file by hand (struct + json + torch.frombuffer) because Debian ships no
+python3-safetensors; the checks are those of the reference reader (safetensors/src/tensor.rs):
+header length within the file, a JSON object, known dtypes, offsets that tile the data exactly.
+
+  /usr/bin/python3 scripts/check_safetensors.py read  FILE   # prints the file as JSON
+  /usr/bin/python3 scripts/check_safetensors.py write FILE   # writes the reference file below
+
+`read` prints {"metadata": {...}, "tensors": {name: {"dtype", "shape", "values"}}}, values
+flattened row-major (floats as repr, so exact). The test tests/nn/test_safetensors_interop.cpp runs both
+(and skips when python3-torch is missing: exit status 77).
+"""
+import json
+import struct
+import sys
+
+try:
+    import torch
+except ImportError:
+    sys.exit(77)  # "skipped": the C++ test skips itself when python3-torch is missing
+
+DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool}
+CODES = {v: k for k, v in DTYPES.items()}
+
+
+def read(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    assert len(data) >= 8, "file shorter than the header length"
+    (n,) = struct.unpack("<Q", data[:8])
+    assert 8 + n <= len(data), f"header length {n} exceeds the file"
+    assert n % 8 == 0, f"header length {n} is not a multiple of 8 (data not aligned)"
+    header = json.loads(data[8 : 8 + n].decode("utf-8"))
+    assert isinstance(header, dict), "header is not an object"
+    buffer = data[8 + n :]
+    metadata = header.pop("__metadata__", {})
+    assert all(isinstance(v, str) for v in metadata.values()), "metadata values must be strings"
+    covered = 0
+    tensors = {}
+    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"]):
+        assert set(info) == {"dtype", "shape", "data_offsets"}, f"{name}: fields {set(info)}"
+        dtype = DTYPES[info["dtype"]]
+        begin, end = info["data_offsets"]
+        assert begin == covered, f"{name}: data starts at {begin}, expected {covered}"
+        numel = 1
+        for d in info["shape"]:
+            numel *= d
+        assert end - begin == numel * torch.empty((), dtype=dtype).element_size(), name
+        covered = end
+        raw = bytearray(buffer[begin:end])  # frombuffer needs a writable, non-empty buffer
+        flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
+        t = flat.reshape(info["shape"])
+        tensors[name] = {"dtype": info["dtype"], "shape": list(t.shape), "values": t.flatten().tolist()}
+    assert covered == len(buffer), f"tensors cover {covered} of {len(buffer)} data bytes"
+    return {"metadata": metadata, "tensors": tensors}
+
+
+def reference_tensors():
+    """What `write` stores: every dtype, a scalar, an empty tensor, a non-contiguous source."""
+    return {
+        "f32": torch.tensor([[1.5, -2.25, 3.0], [0.1, -0.0, 1e-30]], dtype=torch.float32),
+        "f64": torch.arange(6, dtype=torch.float64).reshape(3, 2).t() / 3,
+        "i64": torch.tensor([-(2**63), -1, 0, 2**63 - 1], dtype=torch.int64),
+        "mask": torch.tensor([[True, False], [False, True]]),
+        "scalar": torch.tensor(7.0, dtype=torch.float64),
+        "empty": torch.zeros(0, 3, dtype=torch.float32),
+    }
+
+
+def write(path):
+    tensors = reference_tensors()
+    # Data in reverse name order, so a reader cannot rely on header order matching data order.
+    header, chunks, offset = {"__metadata__": {"written_by": "torch " + torch.__version__}}, [], 0
+    for name in sorted(tensors, reverse=True):
+        t = tensors[name].contiguous()
+        raw = t.numpy().tobytes() if t.numel() else b""
+        header[name] = {"dtype": CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("read", "write"):
+        sys.exit(__doc__)
+    if sys.argv[1] == "read":
+        print(json.dumps(read(sys.argv[2])))
+    else:
+        write(sys.argv[2])

@@ -1,0 +1,99 @@
+#include "nn/atomic_file.h"
+
+#include <sys/resource.h>
+
+#include <csignal>
+#include <vector>
+
+#include "nn/safetensors.h"
+#include "tests/nn/serialize_testing.h"
+#include "tests/support/testing.h"
+
+namespace sg::nn {
+namespace {
+
+using sg::testing::read_bytes;
+using sg::testing::TempDir;
+using sg::testing::write_bytes;
+
+// The files in `dir` other than `keep`: a temporary file left behind would show up here.
+std::vector<std::string> other_files(const TempDir& dir, const std::string& keep) {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    if (entry.path().filename() != keep) out.push_back(entry.path().filename().string());
+  }
+  return out;
+}
+
+TEST(SerializeAtomicFile, CommitReplacesTheFileAndLeavesNoTemporary) {
+  TempDir dir;
+  write_bytes(dir / "f", "old");
+  {
+    AtomicFile file(dir / "f", "test");
+    file.write("new contents", 12);
+    EXPECT_TRUE(std::filesystem::exists(file.temp_path()));
+    EXPECT_EQ(read_bytes(dir / "f"), "old");  // nothing visible before commit()
+    file.commit();
+  }
+  EXPECT_EQ(read_bytes(dir / "f"), "new contents");
+  EXPECT_TRUE(other_files(dir, "f").empty());
+}
+
+TEST(SerializeAtomicFile, WithoutCommitTheOldFileStaysAndTheTemporaryGoes) {
+  TempDir dir;
+  write_bytes(dir / "f", "old");
+  {
+    AtomicFile file(dir / "f", "test");
+    file.write("half", 4);
+  }  // e.g. an exception between write() and commit()
+  EXPECT_EQ(read_bytes(dir / "f"), "old");
+  EXPECT_TRUE(other_files(dir, "f").empty());
+}
+
+// A real failure halfway through the data: a file-size limit makes write() fail with EFBIG after
+// the first bytes. The existing checkpoint must be untouched and no temporary file left.
+TEST(SerializeAtomicFile, FailureMidWriteKeepsTheExistingCheckpoint) {
+  TempDir dir;
+  std::string path = dir / "ckpt.safetensors";
+  save_safetensors(path, {{"w", ones({4})}});
+  const std::string before = read_bytes(path);
+
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit limited = saved;
+  limited.rlim_cur = 4096;                           // the soft limit; raised back below
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // write() then fails instead of killing us
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+  std::string message;
+  try {
+    save_safetensors(path, {{"w", ones({100000})}});
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+
+  EXPECT_NE(message.find("save_safetensors: cannot write " + path), std::string::npos) << message;
+  EXPECT_NE(message.find("File too large"), std::string::npos) << message;
+  EXPECT_EQ(read_bytes(path), before);
+  EXPECT_TRUE(other_files(dir, "ckpt.safetensors").empty());
+  EXPECT_EQ(load_safetensors(path).tensors[0].second.numel(), 4);
+}
+
+TEST(SerializeAtomicFile, FailedRenameNamesThePathAndCleansUp) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "taken" / "inside");  // a non-empty directory
+  EXPECT_SG_ERROR(save_safetensors(dir / "taken", {{"w", ones({2})}}),
+                  "save_safetensors: cannot write " + (dir / "taken") + ": renaming");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "taken" / "inside"));
+  EXPECT_TRUE(other_files(dir, "taken").empty());
+}
+
+TEST(SerializeAtomicFile, UnwritableLocationNamesThePath) {
+  TempDir dir;
+  EXPECT_SG_ERROR(AtomicFile(dir / "missing/f", "save"),
+                  "save: cannot write " + (dir / "missing/f") + ": cannot create");
+}
+
+}  // namespace
+}  // namespace sg::nn
