@@ -47,8 +47,8 @@ class BagOfTokens : public sg::nn::Module {
 // Random sequences of 2..kLength tokens in [1, kVocab), padded with 0; label 1 if one is kNeedle.
 std::pair<sg::Tensor, sg::Tensor> make_batch(int64_t n) {
   sg::Tensor tokens = sg::randint(1, kVocab, {n, kLength});
-  sg::Tensor lengths = sg::randint(2, kLength + 1, {n, 1});
-  sg::Tensor padding = sg::arange(kLength).view({1, kLength}).ge(lengths);  // [n, L]
+  sg::Tensor lengths = sg::randint(2, kLength + 1, {n, 1});                 // [n, 1]
+  sg::Tensor padding = sg::arange(kLength).view({1, kLength}).ge(lengths);  // [n, L]: t >= len
   tokens = sg::where(padding, sg::zeros({}, sg::kInt64), tokens);
   sg::Tensor labels = sg::amax(tokens.eq(kNeedle).to(sg::kInt64), {1});  // [n]: any token == 3
   return {tokens, labels};
@@ -64,41 +64,40 @@ double accuracy(BagOfTokens& model, const sg::Tensor& tokens, const sg::Tensor& 
 int main(int argc, char** argv) {
   sg::ensure_fast_blas(argc, argv);
   const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  sg::manual_seed(0);  // the same random numbers (data and weights) on every run
 
   fmt::print("== 1. softmax by hand: logits [2, 1, 0]\n");
   sg::Tensor logits = sg::tensor({2.0, 1.0, 0.0});
   sg::Tensor p = logits.softmax(0);
-  // e^2 = 7.389, e^1 = 2.718, e^0 = 1; sum 11.107 -> 0.6652, 0.2447, 0.0900
-  fmt::print("  softmax = {}\n  by hand: e^2/(e^2+e+1) = 7.389/11.107 = 0.6652, 0.2447, 0.0900\n",
-             p);
+  fmt::print("  softmax = {}\n", p);  // e^2 = 7.389, e = 2.718, e^0 = 1: their sum is 11.107
+  fmt::print("  by hand: 7.389 / 11.107 = 0.6652, 2.718 / 11.107 = 0.2447, 1 / 11.107 = 0.0900\n");
   check(std::abs(p.at<float>({0}) - 0.6652f) < 1e-4 && std::abs(p.at<float>({2}) - 0.0900f) < 1e-4,
         "the printed probabilities match the hand computation");
   check(max_diff((logits + 1000).softmax(0), p) < 1e-6,
         "softmax(x + 1000) = softmax(x): the max is subtracted first, so exp never overflows");
 
   fmt::print("\n== 2. cross_entropy = -log p[target], ignore_index, label_smoothing\n");
-  sg::Tensor row = logits.view({1, 3});
-  double ce = sg::nn::cross_entropy(row, sg::tensor({0}, sg::kInt64)).item<double>();
-  fmt::print("  target 0: loss {:.4f}   by hand -log(0.6652) = {:.4f}\n", ce, -std::log(0.6652));
-  check(std::abs(ce - 0.4077) < 1e-4, "cross-entropy is minus the log-probability of the target");
-  // Smoothing eps: the target distribution is (1 - eps) onehot + eps / C on every class.
-  const double eps = 0.1;
-  std::vector<float> lp = p.log().to_vector<float>();
-  const double smooth_by_hand = -((1 - eps) * lp[0] + eps / 3 * (lp[0] + lp[1] + lp[2]));
-  double smooth = sg::nn::cross_entropy(row, sg::tensor({0}, sg::kInt64), -100, eps).item<double>();
+  const sg::Tensor row = logits.view({1, 3}), target = sg::tensor({0}, sg::kInt64);
+  const double ce = sg::nn::cross_entropy(row, target).item<double>();
+  const double ce_by_hand = std::log(std::exp(2.0) + std::exp(1.0) + 1.0) - 2.0;
+  fmt::print("  target 0: loss {:.4f}   by hand -log(e^2 / 11.107) = log(11.107) - 2 = {:.4f}\n",
+             ce, ce_by_hand);
+  check(std::abs(ce - ce_by_hand) < 1e-6, "minus the log-probability of the target");
+  // Smoothing 0.1: the target distribution is 0.9 onehot + 0.1 / 3 on every class (C = 3).
+  const std::vector<float> lp = p.log().to_vector<float>();
+  const double smooth_by_hand = -(0.9 * lp[0] + 0.1 / 3 * (lp[0] + lp[1] + lp[2]));
+  const double smooth = sg::nn::cross_entropy(row, target, -100, 0.1).item<double>();
   fmt::print(
       "  label_smoothing 0.1: {:.4f}   by hand -(0.9 lp0 + 0.1/3 (lp0 + lp1 + lp2)) = {:.4f}\n",
       smooth, smooth_by_hand);
   check(std::abs(smooth - smooth_by_hand) < 1e-5, "label smoothing, checked by hand");
-  sg::Tensor two_rows = sg::tensor({{2.0, 1.0, 0.0}, {0.0, 5.0, 0.0}});
-  double masked =
+  const sg::Tensor two_rows = sg::tensor({{2.0, 1.0, 0.0}, {0.0, 5.0, 0.0}});
+  const double ignored =
       sg::nn::cross_entropy(two_rows, sg::tensor({0, -1}, sg::kInt64), -1).item<double>();
-  fmt::print("  rows with targets [0, -1] and ignore_index -1: {:.4f}  (the mean over 1 row)\n",
-             masked);
-  check(std::abs(masked - ce) < 1e-6, "the ignored row adds nothing and is not counted");
+  fmt::print("  targets [0, -1], ignore_index -1: {:.4f}  (the mean over 1 row)\n", ignored);
+  check(std::abs(ignored - ce) < 1e-6, "the ignored row adds nothing and is not counted");
 
   fmt::print("\n== 3. The fused op agrees with the composed log_softmax + nll_loss\n");
-  sg::manual_seed(1);
   auto grad_of = [](bool fused, const sg::Tensor& x, const sg::Tensor& t) {
     sg::Tensor leaf = x.detach().requires_grad_();
     sg::Tensor loss = fused ? sg::nn::cross_entropy(leaf, t, 0, 0.1)
@@ -106,8 +105,7 @@ int main(int argc, char** argv) {
     loss.backward();
     return std::pair{loss.item<double>(), leaf.grad()};
   };
-  sg::Tensor x = sg::randn({4, 5, 7}, sg::kFloat64);
-  sg::Tensor t = sg::randint(0, 7, {4, 5});  // class 0 doubles as padding: ignored
+  sg::Tensor x = sg::randn({4, 5, 7}, sg::kFloat64), t = sg::randint(0, 7, {4, 5});  // 0: ignored
   auto [fused_loss, fused_grad] = grad_of(true, x, t);
   auto [composed_loss, composed_grad] = grad_of(false, x, t);
   fmt::print("  fused {:.10f}  composed {:.10f}  max |grad diff| {:.1e}\n", fused_loss,
@@ -116,12 +114,11 @@ int main(int argc, char** argv) {
   check(max_diff(fused_grad, composed_grad) < 1e-12, "same gradient: softmax - target dist.");
 
   fmt::print("\n== 4. A classifier: does the sequence contain token 3?\n");
-  sg::manual_seed(0);
   BagOfTokens model(16);
   fmt::print("{}\n", model);
   auto [test_tokens, test_labels] = make_batch(512);
-  fmt::print("  two examples (0 = padding):\n{}\n  labels: {}\n", test_tokens.narrow(0, 0, 2),
-             test_labels.narrow(0, 0, 2));
+  fmt::print("  four examples (0 = padding):\n{}\n  labels: {}\n", test_tokens.narrow(0, 0, 4),
+             test_labels.narrow(0, 0, 4));
   const double before = accuracy(model, test_tokens, test_labels);
 
   fmt::print("\n== 5. Training with Adam and label smoothing 0.1\n");
@@ -137,11 +134,12 @@ int main(int argc, char** argv) {
       fmt::print("  step {:>4}: loss {:.4f}  test accuracy {:.3f}\n", step, loss.item<double>(),
                  accuracy(model, test_tokens, test_labels));
   }
-  // With smoothing the target is (0.95, 0.05), never one-hot: the loss cannot go below the
-  // entropy of that distribution, -(0.95 log 0.95 + 0.05 log 0.05) = 0.1985.
-  fmt::print("  (the smallest possible loss with label_smoothing 0.1 and 2 classes: 0.1985)\n");
+  // Smoothed targets are (0.95, 0.05), never one-hot: the loss cannot go below their entropy.
   const double after = accuracy(model, test_tokens, test_labels);
-  fmt::print("  accuracy: {:.3f} before training, {:.3f} after\n", before, after);
+  fmt::print(
+      "  (lowest possible loss: -(0.95 ln 0.95 + 0.05 ln 0.05) = 0.1985)\n"
+      "  accuracy: {:.3f} before training, {:.3f} after\n",
+      before, after);
   check(after > 0.95 && after > before, "the classifier learned the rule (> 95% on unseen data)");
   check(model.embed->weight.select(0, kPad).abs().max().item<double>() == 0.0,
         "the padding row of the embedding is still zero: it never receives gradient");

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   fmt::print("\n== 5. A few training steps on the copy task (the full run: examples/copy_task)\n");
   model.train();
   sg::optim::Adam opt(model.parameters(), {.lr = 1.0, .betas = {0.9, 0.98}, .eps = 1e-9});
-  sg::optim::NoamLR schedule(opt, o.d_model, /*warmup=*/20, /*factor=*/0.5);
+  sg::optim::NoamLR schedule(opt, o.d_model, /*warmup=*/50, /*factor=*/0.5);
   const int steps = quick ? 60 : 300;
   std::vector<double> losses;
   for (int step = 1; step <= steps; ++step) {

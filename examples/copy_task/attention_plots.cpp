@@ -58,9 +58,10 @@ void write_attention_plots(sg::nn::Transformer& model, const sg::Tensor& src, co
     self.insert(self.end(), s.begin(), s.end());
   }
   const int columns = static_cast<int>(config.heads);
-  write_file_atomically(out_dir + "/cross_attention.svg",
-                        heatmap_grid(fmt::format("Decoder cross-attention ({})", task_name(config.task)),
-                                     cross, columns, "source tokens", "decoder input tokens"));
+  write_file_atomically(
+      out_dir + "/cross_attention.svg",
+      heatmap_grid(fmt::format("Decoder cross-attention ({})", task_name(config.task)), cross,
+                   columns, "source tokens", "decoder input tokens"));
   write_file_atomically(out_dir + "/self_attention.svg",
                         heatmap_grid("Decoder self-attention (causal mask)", self, columns,
                                      "decoder input tokens", "decoder input tokens"));

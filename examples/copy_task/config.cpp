@@ -40,7 +40,8 @@ sg::nn::TransformerOptions Config::model_options() const {
 void Config::validate() const {
   SG_CHECK(d_model > 0 && heads > 0 && d_model % heads == 0,
            "d_model {} is not divisible by heads {}", d_model, heads);
-  SG_CHECK(layers >= 1 && d_ff >= 1, "layers and ffn must be positive (got {} and {})", layers, d_ff);
+  SG_CHECK(layers >= 1 && d_ff >= 1, "layers and ffn must be positive (got {} and {})", layers,
+           d_ff);
   SG_CHECK(vocab >= 3, "vocab must be at least 3 (pad, start, one token), got {}", vocab);
   SG_CHECK(length >= 2, "length must be at least 2, got {}", length);
   SG_CHECK(min_len >= 2 && min_len <= length, "min-len must be in [2, length={}], got {}", length,
@@ -92,8 +93,8 @@ Config Config::from_map(const std::map<std::string, std::string>& values) {
     int64_t v = 0;
     const std::string& s = get(key);
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    SG_CHECK(ec == std::errc() && end == s.data() + s.size(), "checkpoint config '{}' = '{}' is not an integer",
-             key, s);
+    SG_CHECK(ec == std::errc() && end == s.data() + s.size(),
+             "checkpoint config '{}' = '{}' is not an integer", key, s);
     return v;
   };
   auto real = [&](const std::string& key) {

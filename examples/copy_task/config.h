@@ -1,8 +1,8 @@
 // Everything a copy-task run depends on, with the three presets. The whole config is stored in
 // each checkpoint's metadata, so `eval`, `decode` and `--resume` rebuild exactly the same setup.
 //   tiny      2 layers, d_model 32,  4 heads, ffn 64,   length 10, batch 80  (the reference setup)
-//   annotated 2 layers, d_model 512, 8 heads, ffn 2048, length 10, batch 80  (The Annotated Transformer)
-//   medium    4 layers, d_model 256, 8 heads, ffn 1024, length 64, batch 32
+//   annotated 2 layers, d_model 512, 8 heads, ffn 2048, length 10, batch 80  (The Annotated
+//   Transformer) medium    4 layers, d_model 256, 8 heads, ffn 1024, length 64, batch 32
 #pragma once
 
 #include <map>

@@ -11,9 +11,14 @@ using sg::Tensor;
 
 namespace {
 
-// The most likely next token for each row: argmax over the last position's logits [B, 1, V].
+// The most likely next token for each row, from the last position's logits [B, T, V]. Padding
+// (id 0) is never a prediction: the model was never trained to produce it (the loss ignores
+// padding), and a generated 0 would be masked as padding by every later step.
 std::vector<int64_t> argmax_last(const Tensor& logits) {
-  return logits.select(1, logits.size(1) - 1).argmax(-1).to_vector<int64_t>();
+  Tensor last = logits.select(1, logits.size(1) - 1);
+  std::vector<int64_t> ids = last.narrow(-1, 1, last.size(-1) - 1).argmax(-1).to_vector<int64_t>();
+  for (int64_t& id : ids) id += 1;
+  return ids;
 }
 
 }  // namespace
@@ -68,7 +73,8 @@ std::vector<int64_t> beam_search(sg::nn::Transformer& model, const Tensor& src, 
     Tensor tgt = sg::from_vector(prefix, {K, t});
     Tensor mem = memory.expand({K, memory.size(1), memory.size(2)});
     Tensor mask = src_mask.expand({K, 1, 1, src_mask.size(3)});
-    Tensor log_probs = model.decode(tgt, mem, mask, model.target_mask(tgt)).select(1, t - 1).log_softmax(-1);
+    Tensor log_probs =
+        model.decode(tgt, mem, mask, model.target_mask(tgt)).select(1, t - 1).log_softmax(-1);
     std::vector<double> lp = log_probs.to_vector<double>();
     const int64_t V = log_probs.size(1);
     std::vector<Hypothesis> next;

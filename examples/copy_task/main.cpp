@@ -32,10 +32,12 @@ struct Overrides {
   bool norm_first = false;
 
   void add_to(CLI::App& app) {
-    app.add_option("--task", task, "copy | reverse | sort")->check(CLI::IsMember({"copy", "reverse", "sort"}));
+    app.add_option("--task", task, "copy | reverse | sort")
+        ->check(CLI::IsMember({"copy", "reverse", "sort"}));
     app.add_option("--vocab", vocab, "vocabulary size (0 = pad, 1 = start)");
     app.add_option("--length", length, "sequence length, start symbol included");
-    app.add_option("--min-len", min_len, "shortest sequence (< length gives padded, variable lengths)");
+    app.add_option("--min-len", min_len,
+                   "shortest sequence (< length gives padded, variable lengths)");
     app.add_option("--batch", batch, "sequences per step");
     app.add_option("--layers", layers, "encoder and decoder layers");
     app.add_option("--d-model", d_model, "model width");
@@ -52,7 +54,8 @@ struct Overrides {
     app.add_option("--eval-every", eval_every, "steps between held-out evaluations");
     app.add_option("--eval-samples", eval_samples, "sequences per evaluation");
     app.add_option("--final-samples", final_samples, "sequences for the final evaluation");
-    app.add_option("--checkpoint-every", checkpoint_every, "steps between checkpoints (0 = end only)");
+    app.add_option("--checkpoint-every", checkpoint_every,
+                   "steps between checkpoints (0 = end only)");
     app.add_option("--seed", seed, "random seed");
   }
 
@@ -84,51 +87,55 @@ void write_metrics(const std::string& path, const nlohmann::json& j) {
 }
 
 int run_train(const Config& config, const TrainOptions& options) {
-  fmt::print("training {} on '{}': {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, {} steps\n",
-             config.preset, task_name(config.task), config.layers, config.d_model, config.heads,
-             config.d_ff, config.length, config.batch, config.steps);
+  fmt::print(
+      "training {} on '{}': {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, {} "
+      "steps\n",
+      config.preset, task_name(config.task), config.layers, config.d_model, config.heads,
+      config.d_ff, config.length, config.batch, config.steps);
+  std::fflush(stdout);  // before the progress output on stderr
   TrainSummary s = train(config, options);
   LoadedModel saved = load_checkpoint(options.out_dir + "/model.safetensors");
   fmt::print("\ntrained {} steps in {:.1f} s ({:.1f} ms/step median), final loss {:.4f}\n", s.steps,
              s.train_seconds, s.median_ms_per_step, s.final_loss);
-  if (s.first_perfect_step) fmt::print("first 100% held-out exact match at step {}\n", *s.first_perfect_step);
-  fmt::print("saved model: {}/model.safetensors (best held-out evaluation, step {})\n", options.out_dir,
-             s.best_step);
+  if (s.first_perfect_step)
+    fmt::print("first 100% held-out exact match at step {}\n", *s.first_perfect_step);
+  fmt::print("saved model: {}/model.safetensors (best held-out evaluation, step {})\n",
+             options.out_dir, s.best_step);
   fmt::print("saved model on {} fresh sequences: exact match {:.2f}%, token accuracy {:.2f}%\n\n",
-             s.final_eval.samples, 100 * s.final_eval.exact_match, 100 * s.final_eval.token_accuracy);
-  TaskGenerator examples(config.task, config.vocab, config.min_len, config.length, config.seed ^ 0x4000);
+             s.final_eval.samples, 100 * s.final_eval.exact_match,
+             100 * s.final_eval.token_accuracy);
+  TaskGenerator examples(config.task, config.vocab, config.min_len, config.length,
+                         config.seed ^ 0x4000);
   Batch b = examples.next(4);
   auto decoded = greedy_decode(*saved.model, b.src, config.length);
   std::vector<int64_t> src = b.src.to_vector<int64_t>();
   std::vector<int64_t> lengths = b.lengths.to_vector<int64_t>();
   for (int64_t i = 0; i < 4; ++i) {
-    std::vector<int64_t> in(src.begin() + i * config.length, src.begin() + i * config.length + lengths[i]);
+    std::vector<int64_t> in(src.begin() + i * config.length,
+                            src.begin() + i * config.length + lengths[i]);
     std::vector<int64_t> out(decoded[i].begin(), decoded[i].begin() + lengths[i]);
     fmt::print("  {}  ->  {}{}\n", join(in), join(out),
                out == examples.target_for(in) ? "" : "   (wrong)");
   }
   write_attention_plots(*saved.model, b.src.narrow(0, 0, 1), config, options.out_dir);
-  fmt::print("\npictures: {0}/loss.svg {0}/accuracy.svg {0}/cross_attention.svg {0}/self_attention.svg\n",
-             options.out_dir);
-  nlohmann::json config_json = config.to_map();
-  write_metrics(options.metrics_json,
-                {{"config", config_json}, {"steps", s.steps}, {"final_loss", s.final_loss},
-                 {"exact_match", s.final_eval.exact_match}, {"token_accuracy", s.final_eval.token_accuracy},
-                 {"eval_samples", s.final_eval.samples}, {"train_seconds", s.train_seconds},
-                 {"median_ms_per_step", s.median_ms_per_step}, {"best_step", s.best_step},
-                 {"first_perfect_step", s.first_perfect_step ? nlohmann::json(*s.first_perfect_step) : nlohmann::json()}});
+  fmt::print(
+      "\npictures: {0}/loss.svg {0}/accuracy.svg {0}/cross_attention.svg {0}/self_attention.svg\n",
+      options.out_dir);
   return 0;
 }
 
-int run_eval(const std::string& checkpoint, int64_t samples, uint64_t seed, const std::string& metrics) {
+int run_eval(const std::string& checkpoint, int64_t samples, uint64_t seed,
+             const std::string& metrics) {
   LoadedModel loaded = load_checkpoint(checkpoint);
   const Config& c = loaded.config;
   TaskGenerator gen(c.task, c.vocab, c.min_len, c.length, seed);
   EvalResult e = evaluate(*loaded.model, gen, samples);
-  fmt::print("{} on {} fresh '{}' sequences: exact match {:.2f}%, token accuracy {:.2f}%\n", checkpoint,
-             samples, task_name(c.task), 100 * e.exact_match, 100 * e.token_accuracy);
-  write_metrics(metrics, {{"config", c.to_map()}, {"exact_match", e.exact_match},
-                          {"token_accuracy", e.token_accuracy}, {"samples", samples}});
+  fmt::print("{} on {} fresh '{}' sequences: exact match {:.2f}%, token accuracy {:.2f}%\n",
+             checkpoint, samples, task_name(c.task), 100 * e.exact_match, 100 * e.token_accuracy);
+  write_metrics(metrics, {{"config", c.to_map()},
+                          {"exact_match", e.exact_match},
+                          {"token_accuracy", e.token_accuracy},
+                          {"samples", samples}});
   return 0;
 }
 
@@ -145,7 +152,8 @@ std::vector<int64_t> parse_sequence(const std::string& text, const Config& c) {
     } catch (const std::logic_error&) {
       SG_FAIL("'{}' is not a token id", word);
     }
-    SG_CHECK(t >= 1 && t < c.vocab, "token {} is outside the vocabulary [1, {}) (0 is padding)", t, c.vocab);
+    SG_CHECK(t >= 1 && t < c.vocab, "token {} is outside the vocabulary [1, {}) (0 is padding)", t,
+             c.vocab);
     tokens.push_back(t);
   }
   SG_CHECK(!tokens.empty(), "empty sequence");
@@ -209,17 +217,21 @@ int main(int argc, char** argv) {
   int64_t samples = 1000;
   uint64_t eval_seed = 12345;
   std::string eval_metrics;
-  eval_cmd->add_option("--checkpoint", checkpoint, "model.safetensors written by train")->required();
+  eval_cmd->add_option("--checkpoint", checkpoint, "model.safetensors written by train")
+      ->required();
   eval_cmd->add_option("--samples", samples, "sequences to decode")->check(CLI::Range(1, 10000000));
   eval_cmd->add_option("--seed", eval_seed, "seed of the fresh sequences");
   eval_cmd->add_option("--metrics-json", eval_metrics, "write the metrics here");
 
-  CLI::App* decode_cmd = app.add_subcommand("decode", "decode sequences given as arguments or on stdin");
+  CLI::App* decode_cmd =
+      app.add_subcommand("decode", "decode sequences given as arguments or on stdin");
   std::vector<std::string> sequences;
   bool no_cache = false;
   int64_t beam = 1;
-  decode_cmd->add_option("--checkpoint", checkpoint, "model.safetensors written by train")->required();
-  decode_cmd->add_option("sequences", sequences, "token ids, e.g. \"1 4 2 9\" (start symbol optional)");
+  decode_cmd->add_option("--checkpoint", checkpoint, "model.safetensors written by train")
+      ->required();
+  decode_cmd->add_option("sequences", sequences,
+                         "token ids, e.g. \"1 4 2 9\" (start symbol optional)");
   decode_cmd->add_flag("--no-cache", no_cache, "recompute the whole prefix at every step");
   decode_cmd->add_option("--beam", beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
 

@@ -17,18 +17,24 @@ namespace {
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
 
 std::string svg_open(int width, int height) {
   return fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
+      "{1}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/>\n",
       width, height);
 }
 
@@ -77,36 +83,42 @@ std::string line_chart(const std::string& title, const std::string& x_label,
   svg += fmt::format("<text x=\"{}\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
                      left + pw / 2, escape(title));
   for (double v : ticks(x0, x1)) {
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
-                       "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
-                       px(v), top, top + ph, top + ph + 16, v);
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
+        px(v), top, top + ph, top + ph + 16, v);
   }
   for (double v : ticks(y0, y1)) {
     double yv = log_y ? std::pow(10.0, v) : v;
     double y = top + ph - (v - y0) / (y1 - y0) * ph;
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
-                       "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.3g}</text>\n",
-                       left, y, left + pw, left - 6, y + 4, yv);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.3g}</text>\n",
+        left, y, left + pw, left - 6, y + 4, yv);
   }
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
-                     left, top, pw, ph);
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left,
+      top, pw, ph);
   svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2,
                      H - 12, escape(x_label));
-  svg += fmt::format("<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">{1}</text>\n",
-                     top + ph / 2, escape(y_label + (log_y ? " (log scale)" : "")));
+  svg += fmt::format(
+      "<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
+      "{0})\">{1}</text>\n",
+      top + ph / 2, escape(y_label + (log_y ? " (log scale)" : "")));
   for (size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
     std::string points;
     for (size_t k = 0; k < s.x.size() && k < s.y.size(); ++k) {
       points += fmt::format("{:.1f},{:.1f} ", px(s.x[k]), py(s.y[k]));
     }
-    svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n",
-                       s.color, points);
+    svg +=
+        fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n",
+                    s.color, points);
     int ly = top + 14 + static_cast<int>(i) * 18;
-    svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"/>"
-                       "<text x=\"{4}\" y=\"{5}\">{6}</text>\n",
-                       left + pw + 10, ly, left + pw + 30, s.color, left + pw + 36, ly + 4,
-                       escape(s.name));
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"3\"/>"
+        "<text x=\"{4}\" y=\"{5}\">{6}</text>\n",
+        left + pw + 10, ly, left + pw + 30, s.color, left + pw + 36, ly + 4, escape(s.name));
   }
   return svg + "</svg>\n";
 }
@@ -124,8 +136,9 @@ std::string heatmap_grid(const std::string& title, const std::vector<Heatmap>& m
   std::string svg = svg_open(W, H);
   svg += fmt::format("<text x=\"{}\" y=\"24\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
                      W / 2, escape(title));
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\" text-anchor=\"middle\">rows: {}, columns: {}</text>\n",
-                     W / 2, H - 6, escape(y_label), escape(x_label));
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" fill=\"#555\" text-anchor=\"middle\">rows: {}, columns: {}</text>\n",
+      W / 2, H - 6, escape(y_label), escape(x_label));
   for (size_t m = 0; m < maps.size(); ++m) {
     const Heatmap& map = maps[m];
     int ox = gap + static_cast<int>(m % columns) * (map_w + gap);
@@ -134,8 +147,9 @@ std::string heatmap_grid(const std::string& title, const std::vector<Heatmap>& m
                        ox + label + cols_n * cell / 2, oy + 12, escape(map.title));
     int gy = oy + 18 + label;
     for (int c = 0; c < cols_n && c < static_cast<int>(map.col_labels.size()); ++c) {
-      svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
-                         ox + label + c * cell + cell / 2, gy - 6, escape(map.col_labels[c]));
+      svg +=
+          fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                      ox + label + c * cell + cell / 2, gy - 6, escape(map.col_labels[c]));
     }
     for (int r = 0; r < rows_n; ++r) {
       if (r < static_cast<int>(map.row_labels.size())) {
@@ -149,8 +163,9 @@ std::string heatmap_grid(const std::string& title, const std::vector<Heatmap>& m
       }
       svg += "\n";
     }
-    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
-                       ox + label, gy, cols_n * cell, rows_n * cell);
+    svg += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
+        ox + label, gy, cols_n * cell, rows_n * cell);
   }
   return svg + "</svg>\n";
 }

@@ -13,9 +13,12 @@ Task parse_task(const std::string& name) {
 
 std::string task_name(Task task) {
   switch (task) {
-    case Task::Copy: return "copy";
-    case Task::Reverse: return "reverse";
-    case Task::Sort: return "sort";
+    case Task::Copy:
+      return "copy";
+    case Task::Reverse:
+      return "reverse";
+    case Task::Sort:
+      return "sort";
   }
   return "?";
 }
@@ -50,8 +53,8 @@ Batch TaskGenerator::next(int64_t batch_size) {
     std::copy(out.begin(), out.end(), tgt.begin() + b * max_len_);
     lengths[b] = n;
   }
-  return {sg::from_vector(src, {batch_size, max_len_}), sg::from_vector(tgt, {batch_size, max_len_}),
-          sg::from_vector(lengths, {batch_size})};
+  return {sg::from_vector(src, {batch_size, max_len_}),
+          sg::from_vector(tgt, {batch_size, max_len_}), sg::from_vector(lengths, {batch_size})};
 }
 
 }  // namespace copy_task

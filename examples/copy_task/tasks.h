@@ -25,9 +25,9 @@ inline constexpr int64_t kPad = 0;
 inline constexpr int64_t kStart = 1;
 
 struct Batch {
-  sg::Tensor src;     // [B, L] int64
-  sg::Tensor tgt;     // [B, L] int64: the full target, starting with kStart
-  sg::Tensor lengths; // [B] int64: real (non-pad) length of each sequence, start symbol included
+  sg::Tensor src;      // [B, L] int64
+  sg::Tensor tgt;      // [B, L] int64: the full target, starting with kStart
+  sg::Tensor lengths;  // [B] int64: real (non-pad) length of each sequence, start symbol included
 };
 
 class TaskGenerator {

@@ -33,8 +33,11 @@ double noam_lr(const Config& c, int64_t step) {
 struct History {
   std::vector<double> steps, losses, eval_steps, exact, token_acc;
   Json to_json() const {
-    return {{"steps", steps}, {"losses", losses}, {"eval_steps", eval_steps},
-            {"exact", exact}, {"token_acc", token_acc}};
+    return {{"steps", steps},
+            {"losses", losses},
+            {"eval_steps", eval_steps},
+            {"exact", exact},
+            {"token_acc", token_acc}};
   }
   static History from_json(const Json& j) {
     History h;
@@ -119,11 +122,10 @@ void write_plots(const History& h, const std::string& dir) {
   write_file_atomically(dir + "/loss.svg",
                         line_chart("Training loss", "step", "cross-entropy",
                                    {{"train loss", h.steps, h.losses, "#d62728"}}, true));
-  write_file_atomically(
-      dir + "/accuracy.svg",
-      line_chart("Held-out accuracy (greedy decoding)", "step", "fraction",
-                 {{"exact match", h.eval_steps, h.exact, "#1f77b4"},
-                  {"token accuracy", h.eval_steps, h.token_acc, "#2ca02c"}}));
+  write_file_atomically(dir + "/accuracy.svg",
+                        line_chart("Held-out accuracy (greedy decoding)", "step", "fraction",
+                                   {{"exact match", h.eval_steps, h.exact, "#1f77b4"},
+                                    {"token accuracy", h.eval_steps, h.token_acc, "#2ca02c"}}));
 }
 
 void append_jsonl(const std::string& path, const Json& line) {
@@ -134,6 +136,21 @@ void append_jsonl(const std::string& path, const Json& line) {
 }
 
 }  // namespace
+
+nlohmann::json metrics_json(const Config& config, const TrainSummary& s) {
+  return {{"config", config.to_map()},
+          {"steps", s.steps},
+          {"final_loss", s.final_loss},
+          {"exact_match", s.final_eval.exact_match},
+          {"token_accuracy", s.final_eval.token_accuracy},
+          {"eval_samples", s.final_eval.samples},
+          {"train_seconds", s.train_seconds},
+          {"median_ms_per_step", s.median_ms_per_step},
+          {"saved_model", "best held-out evaluation"},
+          {"best_step", s.best_step},
+          {"first_perfect_step",
+           s.first_perfect_step ? nlohmann::json(*s.first_perfect_step) : nlohmann::json()}};
+}
 
 EvalResult evaluate(sg::nn::Transformer& model, TaskGenerator& gen, int64_t samples,
                     int64_t batch) {
@@ -189,10 +206,10 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
 
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
-  sg::optim::Adam optimizer(model->parameters(),
-                            sg::optim::AdamOptions{.lr = noam_lr(config, 1),
-                                                   .betas = {config.beta1, config.beta2},
-                                                   .eps = config.eps});
+  sg::optim::Adam optimizer(
+      model->parameters(),
+      sg::optim::AdamOptions{
+          .lr = noam_lr(config, 1), .betas = {config.beta1, config.beta2}, .eps = config.eps});
   TaskGenerator data(config.task, config.vocab, config.min_len, config.length,
                      config.seed ^ kTrainStream);
   TaskGenerator held_out(config.task, config.vocab, config.min_len, config.length,
@@ -214,8 +231,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   }
   model->train();
 
-  Progress progress(state.step, config.steps,
-                    !options.quiet && Progress::stderr_is_terminal(), config.eval_every);
+  Progress progress(state.step, config.steps, !options.quiet && Progress::stderr_is_terminal(),
+                    config.eval_every);
   std::vector<double> step_ms;
   double final_loss = state.history.losses.empty() ? 0 : state.history.losses.back();
   auto save_last = [&] {
@@ -255,13 +272,15 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
         state.best_step = state.step;
       }
       if (!options.quiet) {
-        progress.message(fmt::format("step {:>5}  held-out exact match {:6.2f}%  token accuracy {:6.2f}%{}",
-                                     state.step, 100 * e.exact_match, 100 * e.token_accuracy,
-                                     best ? "  (best so far: saved)" : ""));
+        progress.message(fmt::format(
+            "step {:>5}  held-out exact match {:6.2f}%  token accuracy {:6.2f}%{}", state.step,
+            100 * e.exact_match, 100 * e.token_accuracy, best ? "  (best so far: saved)" : ""));
       }
-      append_jsonl(options.log_jsonl, {{"step", state.step}, {"loss", final_loss},
+      append_jsonl(options.log_jsonl, {{"step", state.step},
+                                       {"loss", final_loss},
                                        {"exact_match", e.exact_match},
-                                       {"token_accuracy", e.token_accuracy}, {"lr", optimizer.lr()}});
+                                       {"token_accuracy", e.token_accuracy},
+                                       {"lr", optimizer.lr()}});
       if (best) sg::nn::save(*model, best_path, metadata_for(config, state));
     }
     if (config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0) save_last();
@@ -290,6 +309,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     summary.final_eval = evaluate(*saved.model, final_gen, config.final_samples);
   }
   summary.best_eval.exact_match = state.best_exact;
+  if (!options.metrics_json.empty()) {
+    write_file_atomically(options.metrics_json, metrics_json(config, summary).dump(2) + "\n");
+  }
   return summary;
 }
 

@@ -8,6 +8,8 @@
 // latest state for --resume.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,7 +46,13 @@ struct TrainSummary {
   EvalResult best_eval, final_eval;  // final_eval: the saved model on final_samples sequences
 };
 
+// Trains, writes checkpoints and pictures to options.out_dir, and (if options.metrics_json) the
+// final metrics as one JSON object (see metrics_json).
 TrainSummary train(const Config& config, const TrainOptions& options);
+
+// {"config", "steps", "final_loss", "exact_match" (0..1, the saved model on final_samples fresh
+//  sequences), "token_accuracy", "train_seconds", "median_ms_per_step", "best_step", ...}
+nlohmann::json metrics_json(const Config& config, const TrainSummary& summary);
 
 // Loads a checkpoint written by train() (model + config); throws a clear error otherwise.
 struct LoadedModel {

@@ -125,7 +125,7 @@ TEST(IndexingEmbedding, Errors) {
   EXPECT_SG_ERROR(embedding(ones({6, 2}), tensor({0.0})),
                   "embedding: ids must be an int64 tensor, got float32");
   EXPECT_SG_ERROR(embedding(ones({6, 2}), tensor({6}, kInt64)),
-                  "index_select: index 6 is out of range for dim 0 of size 6");
+                  "embedding: token id 6 is out of range for 6 embeddings");
   EXPECT_SG_ERROR(embedding(ones({6, 2}), tensor({0}, kInt64), 6),
                   "embedding: padding_idx 6 is out of range for 6 embeddings");
 }
@@ -150,6 +150,20 @@ TEST(IndexingOneHot, Errors) {
   EXPECT_SG_ERROR(one_hot(tensor({1.0}), 3), "one_hot: index must be an int64 tensor, got float32");
   EXPECT_SG_ERROR(one_hot(zeros({0}, kInt64), -1),
                   "one_hot: cannot infer the number of classes from an empty tensor");
+}
+
+}  // namespace
+}  // namespace sg
+
+namespace sg {
+namespace {
+
+TEST(IndexingEmbedding, NegativeIdsAreRejected) {
+  // PyTorch raises for negative indices in embedding, index_select and gather; so do we.
+  Tensor w = ones({4, 2});
+  EXPECT_SG_ERROR(embedding(w, tensor({1, -1}, kInt64)), "embedding: token id -1 is out of range");
+  EXPECT_SG_ERROR(index_select(w, 0, tensor({-1}, kInt64)), "index_select: index -1 is out of range");
+  EXPECT_SG_ERROR(gather(w, 1, tensor({{-1}, {0}, {0}, {0}}, kInt64)), "gather: index -1 is out of range");
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The copy_task command line: every bad input gets a one-line error and a non-zero exit, never a
+# crash; good input works. Usage: cli_test.sh path/to/copy_task
+set -uo pipefail
+bin=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+passes=0
+
+# expect_error "<substring>" args...: exit status non-zero (not a crash), stderr has the substring.
+expect_error() {
+  local want=$1; shift
+  "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null
+  local status=$?
+  if [[ $status -eq 0 || $status -ge 128 ]]; then
+    echo "FAIL: '$*' exited with $status (want a clean error)"; failures=$((failures + 1)); return
+  fi
+  if ! grep -qF -- "$want" "$dir/err"; then
+    echo "FAIL: '$*' stderr lacks '$want':"; cat "$dir/err"; failures=$((failures + 1)); return
+  fi
+  if grep -q "terminate called\|Aborted\|Segmentation" "$dir/err"; then
+    echo "FAIL: '$*' crashed"; failures=$((failures + 1)); return
+  fi
+  passes=$((passes + 1))
+}
+
+expect_ok() {
+  local want=$1; shift
+  if ! "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null; then
+    echo "FAIL: '$*' failed:"; cat "$dir/err"; failures=$((failures + 1)); return
+  fi
+  if ! grep -qF -- "$want" "$dir/out"; then
+    echo "FAIL: '$*' output lacks '$want':"; cat "$dir/out"; failures=$((failures + 1)); return
+  fi
+  passes=$((passes + 1))
+}
+
+expect_error "--bogus" train --bogus
+expect_error "A subcommand is required" 
+expect_error "d_model 30 is not divisible by heads 4" train --d-model 30 --heads 4 --steps 1 --out "$dir/x"
+expect_error "min-len must be in [2, length=10]" train --min-len 12 --steps 1 --out "$dir/x"
+expect_error "--device cuda" train --device cuda --steps 1 --out "$dir/x"
+expect_error "does not exist" decode --checkpoint "$dir/missing.safetensors" "1 2 3"
+head -c 100 /dev/urandom >"$dir/garbage.safetensors"
+expect_error "garbage.safetensors" decode --checkpoint "$dir/garbage.safetensors" "1 2 3"
+expect_error "garbage.safetensors" eval --checkpoint "$dir/garbage.safetensors"
+expect_error "--resume: no checkpoint" train --resume --steps 1 --out "$dir/empty"
+
+# A quickly trained model for the decode paths (accuracy does not matter here).
+expect_ok "saved model" train --steps 20 --batch 8 --eval-every 10 --eval-samples 4 --final-samples 4 \
+  --quiet --out "$dir/run"
+ckpt="$dir/run/model.safetensors"
+printf 'not a checkpoint of ours' >"$dir/truncated.safetensors"
+expect_error "truncated.safetensors" decode --checkpoint "$dir/truncated.safetensors" "1 2"
+head -c 200 "$ckpt" >"$dir/cut.safetensors"
+expect_error "cut.safetensors" decode --checkpoint "$dir/cut.safetensors" "1 2"
+expect_error "token 11 is outside the vocabulary" decode --checkpoint "$ckpt" "1 2 11"
+expect_error "token 0 is outside the vocabulary" decode --checkpoint "$ckpt" "1 0 3"
+expect_error "'x' is not a token id" decode --checkpoint "$ckpt" "1 x 3"
+expect_error "longer than the model's length 10" decode --checkpoint "$ckpt" "1 2 3 4 5 6 7 8 9 10 2"
+expect_ok "->" decode --checkpoint "$ckpt" "1 5 3 9"
+expect_ok "->" decode --checkpoint "$ckpt" --beam 3 "5 3 9"
+expect_ok "exact match" eval --checkpoint "$ckpt" --samples 10
+# stdin: one sequence per line
+if printf '1 2 3\n1 4 5 6\n' | "$bin" decode --checkpoint "$ckpt" 2>"$dir/err" | grep -c -- '->' | grep -qx 2; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: decode from stdin"; cat "$dir/err"; failures=$((failures + 1))
+fi
+
+echo "cli_test: $passes passed, $failures failed"
+[[ $failures -eq 0 ]]
