@@ -4,4 +4,4 @@
 if [[ -x /usr/local/cuda/bin/nvcc && ":$PATH:" != *":/usr/local/cuda/bin:"* ]]; then
   export PATH="$PATH:/usr/local/cuda/bin"
 fi
-jobs=$(nproc)
+jobs=$(nproc)  # compile and test jobs: every core (other scripts use $jobs)

@@ -35,7 +35,7 @@ std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, cons
     sg::nn::DecoderCache cache = model.start_decoding(memory, src_mask);
     std::vector<int64_t> last(static_cast<size_t>(B), kStart);
     for (int64_t t = 1; t < out_len; ++t) {
-      Tensor logits = model.decode_step(sg::from_vector(last, {B, 1}), cache);
+      Tensor logits = model.decode_step(sg::from_vector(last, {B, 1}).to(src.device()), cache);
       last = argmax_last(logits);
       for (int64_t b = 0; b < B; ++b) out[b].push_back(last[b]);
     }
@@ -45,7 +45,7 @@ std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, cons
   for (int64_t t = 1; t < out_len; ++t) {
     std::vector<int64_t> prefix;
     for (const auto& row : out) prefix.insert(prefix.end(), row.begin(), row.end());
-    Tensor tgt = sg::from_vector(prefix, {B, t});
+    Tensor tgt = sg::from_vector(prefix, {B, t}).to(src.device());
     Tensor logits = model.decode(tgt, memory, src_mask, model.target_mask(tgt));
     std::vector<int64_t> next = argmax_last(logits);
     for (int64_t b = 0; b < B; ++b) out[b].push_back(next[b]);
@@ -70,7 +70,7 @@ std::vector<int64_t> beam_search(sg::nn::Transformer& model, const Tensor& src, 
     const int64_t K = static_cast<int64_t>(beams.size());
     std::vector<int64_t> prefix;
     for (const auto& h : beams) prefix.insert(prefix.end(), h.tokens.begin(), h.tokens.end());
-    Tensor tgt = sg::from_vector(prefix, {K, t});
+    Tensor tgt = sg::from_vector(prefix, {K, t}).to(src.device());
     Tensor mem = memory.expand({K, memory.size(1), memory.size(2)});
     Tensor mask = src_mask.expand({K, 1, 1, src_mask.size(3)});
     Tensor log_probs =

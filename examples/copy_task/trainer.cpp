@@ -103,6 +103,30 @@ struct StepResult {
   double token_accuracy;
 };
 
+// "cpu", "cuda" or "cuda:N"; a clear error when the GPU cannot be used.
+sg::Device parse_device(const std::string& name) {
+  if (name == "cpu") return sg::kCPU;
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+    const std::string index = name == "cuda" ? "0" : name.substr(5);
+    SG_CHECK(!index.empty() && index.find_first_not_of("0123456789") == std::string::npos,
+             "--device {}: expected cuda or cuda:N", name);
+    SG_CHECK(sg::cuda_available(), "--device {}: {}", name, sg::cuda_unavailable_reason());
+    return sg::Device::cuda(std::stoi(index));
+  }
+  SG_FAIL("--device {}: unknown device (expected cpu, cuda or cuda:N)", name);
+}
+
+// The device a model's parameters live on (Module::to moves them all together).
+sg::Device device_of(sg::nn::Transformer& model) { return model.parameters().front().device(); }
+
+// The token tensors of a batch (made on the host) on `device`; lengths stay on the host, where
+// evaluation reads them.
+Batch on_device(Batch batch, sg::Device device) {
+  batch.src = batch.src.to(device);
+  batch.tgt = batch.tgt.to(device);
+  return batch;
+}
+
 StepResult forward_batch(sg::nn::Transformer& model, const Batch& batch, const Config& config) {
   const int64_t L = batch.tgt.size(1);
   Tensor decoder_in = batch.tgt.narrow(1, 0, L - 1);
@@ -114,7 +138,9 @@ StepResult forward_batch(sg::nn::Transformer& model, const Batch& batch, const C
   sg::NoGradGuard no_grad;
   Tensor real = flat_labels.ne(static_cast<double>(kPad));
   Tensor right = sg::logical_and(flat_logits.argmax(-1).eq(flat_labels), real);
-  double acc = right.sum().item<double>() / std::max(1.0, real.sum().item<double>());
+  // Both counts in one read: on a GPU every read back makes the host wait.
+  std::vector<double> counts = sg::stack({right.sum(), real.sum()}).to_vector<double>();
+  double acc = counts[0] / std::max(1.0, counts[1]);
   return {loss, acc};
 }
 
@@ -163,7 +189,8 @@ EvalResult evaluate(sg::nn::Transformer& model, TaskGenerator& gen, int64_t samp
     int64_t n = std::min(batch, samples - done);
     Batch b = gen.next(n);
     const int64_t L = b.tgt.size(1);
-    std::vector<std::vector<int64_t>> out = greedy_decode(model, b.src, L, /*use_cache=*/true);
+    std::vector<std::vector<int64_t>> out =
+        greedy_decode(model, b.src.to(device_of(model)), L, /*use_cache=*/true);
     std::vector<int64_t> tgt = b.tgt.to_vector<int64_t>();
     std::vector<int64_t> lengths = b.lengths.to_vector<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
@@ -196,9 +223,7 @@ LoadedModel load_checkpoint(const std::string& path) {
 
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
-  SG_CHECK(options.device == "cpu", "--device {}: {}", options.device,
-           options.device == "cuda" ? sg::cuda_unavailable_reason()
-                                    : "unknown device (expected cpu or cuda)");
+  const sg::Device device = parse_device(options.device);
   fs::create_directories(options.out_dir);
   const std::string best_path = options.out_dir + "/model.safetensors";
   const std::string last_path = options.out_dir + "/last.safetensors";
@@ -206,6 +231,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
 
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
+  model->to(device);  // before the optimizer: its state is made next to the parameters
   sg::optim::Adam optimizer(
       model->parameters(),
       sg::optim::AdamOptions{
@@ -249,7 +275,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     auto t0 = std::chrono::steady_clock::now();
     ++state.step;
     optimizer.set_lr(noam_lr(config, state.step));
-    StepResult r = forward_batch(*model, data.next(config.batch), config);
+    StepResult r = forward_batch(*model, on_device(data.next(config.batch), device), config);
     optimizer.zero_grad();
     r.loss.backward();
     optimizer.step();
@@ -304,6 +330,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   // The model the user gets is the saved one: evaluate it on fresh sequences it never saw.
   if (fs::exists(best_path)) {
     LoadedModel saved = load_checkpoint(best_path);
+    saved.model->to(device);
     TaskGenerator final_gen(config.task, config.vocab, config.min_len, config.length,
                             config.seed ^ kFinalStream);
     summary.final_eval = evaluate(*saved.model, final_gen, config.final_samples);

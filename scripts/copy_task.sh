@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The main job: build scratchgrad, train the copy-task Transformer (tiny preset, about 20 s of
+# training on 2 cores), then decode a few sequences with the saved model.
+#   bash scripts/copy_task.sh                      # defaults: runs/copy, tiny, 1000 steps
+#   bash scripts/copy_task.sh --task reverse --steps 1500 --out runs/reverse
+# Arguments go to `copy_task train` (see `build/examples/copy_task/copy_task train --help`).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/env.sh
+
+bash scripts/install_deps.sh
+
+build_dir=${BUILD_DIR:-build}
+if [[ -f $build_dir/CMakeCache.txt ]]; then
+  cmake -S . -B "$build_dir" >/dev/null  # keep the options of the existing build
+else
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+fi
+cmake --build "$build_dir" --parallel "$jobs" --target copy_task
+bin=$build_dir/examples/copy_task/copy_task
+
+# Where the model goes: the --out given by the user, else runs/copy.
+out=runs/copy
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  [[ ${args[i]} == --out ]] && out=${args[i + 1]:-$out}
+  [[ ${args[i]} == --out=* ]] && out=${args[i]#--out=}
+done
+[[ " $* " == *" --out"* ]] || args+=(--out "$out")
+
+echo
+"$bin" train "${args[@]}" --metrics-json "$out/metrics.json"
+echo
+echo "==== decoding with $out/model.safetensors ===="
+"$bin" decode --checkpoint "$out/model.safetensors" "1 2 3 4 5 6 7 8 9 10" "1 9 9 3 3 7 1 5 2 8" "1 4 4 4 4 6 6 6 6 2"
