@@ -251,13 +251,16 @@ def check_in_browser(site, pages, screenshots):
                 problems.append(f"{rel}: KaTeX error: {text}")
             for src in state["broken_images"]:
                 problems.append(f"{rel}: image not displayed: {src}")
-            if screenshots:
-                shot = browser.call("Page.captureScreenshot", session=True, format="png",
-                                    captureBeyondViewport=True,
-                                    clip={"x": 0, "y": 0, "width": 1280,
-                                          "height": min(state["height"], 12000), "scale": 1})
-                name = str(rel).replace("/", "_").replace(".html", ".png")
-                (screenshots / name).write_bytes(base64.b64decode(shot["data"]))
+            if screenshots:  # the whole page, in tiles of at most 8000 px (a GPU texture limit)
+                name = str(rel).replace("/", "_").replace(".html", "")
+                tile = 8000
+                for part, top in enumerate(range(0, state["height"], tile)):
+                    shot = browser.call("Page.captureScreenshot", session=True, format="png",
+                                        captureBeyondViewport=True,
+                                        clip={"x": 0, "y": top, "width": 1280, "scale": 1,
+                                              "height": min(tile, state["height"] - top)})
+                    suffix = "" if state["height"] <= tile else f"_{part + 1}"
+                    (screenshots / f"{name}{suffix}.png").write_bytes(base64.b64decode(shot["data"]))
     finally:
         browser.close()
     return problems, formulas, images

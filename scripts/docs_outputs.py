@@ -83,8 +83,10 @@ def same_line(old, new):
 def differences(old, new):
     """Lines that differ beyond the tolerance, as a short unified diff ('' if none)."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
-    if len(old_lines) == len(new_lines) and all(map(same_line, old_lines, new_lines)):
-        return ""
+    if len(old_lines) == len(new_lines):  # the same lines: list only those beyond tolerance
+        bad = [f"line {i + 1}:\n  stored: {a}\n  now:    {b}"
+               for i, (a, b) in enumerate(zip(old_lines, new_lines)) if not same_line(a, b)]
+        return "\n".join(bad[:20])
     diff = difflib.unified_diff(old_lines, new_lines, "stored", "now", n=1, lineterm="")
     return "\n".join(list(diff)[:40])
 

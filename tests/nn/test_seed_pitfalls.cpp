@@ -193,3 +193,21 @@ TEST(SeedPitfall004, EmbeddingDropoutUsesTheConfiguredRate) {
 
 }  // namespace
 }  // namespace sg::nn
+
+namespace sg::nn {
+namespace {
+
+// ---- 002_9c392148fc43a2ad.txt, make_trg_mask: the target mask is only the causal triangle, so
+// padded target positions stay visible as keys. Ours is target padding AND causal.
+TEST(SeedPitfall002, TargetMaskHidesTargetPaddingToo) {
+  Transformer model(small_options(false));
+  Tensor tgt = from_vector(std::vector<int64_t>{1, 4, 2, 0, 0}, {1, 5});  // two pad positions
+  Tensor mask = model.target_mask(tgt);                                   // [1, 1, 5, 5]
+  Tensor expected = logical_and(make_causal_mask(5), make_padding_mask(tgt, 0));
+  EXPECT_TRUE(tensors_equal(mask.to(kInt64), expected.expand({1, 1, 5, 5}).to(kInt64)));
+  EXPECT_FALSE(mask.at<bool>({0, 0, 4, 3}));  // causal alone would let position 4 see pad 3
+  EXPECT_TRUE(mask.at<bool>({0, 0, 4, 2}));
+}
+
+}  // namespace
+}  // namespace sg::nn

@@ -1,6 +1,7 @@
 #include "tests/support/testing.h"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace sg::testing {
 
@@ -13,16 +14,24 @@ namespace sg::testing {
   std::vector<double> a = actual.to_vector<double>();
   std::vector<double> e = expected.to_vector<double>();
   int bad = 0;
-  double worst = 0;
+  double worst = 0, max_abs = 0;
   std::string detail;
   for (size_t i = 0; i < a.size(); ++i) {
     bool both_nan = std::isnan(a[i]) && std::isnan(e[i]);
     bool same_inf = std::isinf(a[i]) && a[i] == e[i];
     double err = std::abs(a[i] - e[i]);
+    if (!both_nan && !same_inf) max_abs = std::max(max_abs, std::isnan(err) ? INFINITY : err);
     if (both_nan || same_inf || err <= atol + rtol * std::abs(e[i])) continue;
     if (std::isnan(err)) err = INFINITY;
     worst = std::max(worst, err);
     if (bad++ < 5) detail += fmt::format("\n  [{}] actual {:.9g} expected {:.9g}", i, a[i], e[i]);
+  }
+  // SG_REPORT_ERRORS=1 prints every comparison's largest error (for the golden-error tables).
+  static const bool report = std::getenv("SG_REPORT_ERRORS") != nullptr;
+  if (report) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    fmt::print("max-error {}.{} {:.3g} over {} elements\n", info ? info->test_suite_name() : "?",
+               info ? info->name() : "?", max_abs, a.size());
   }
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
