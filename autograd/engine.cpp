@@ -6,6 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace sg {
 
@@ -16,7 +17,9 @@ namespace {
 // another's.
 void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
   if (!leaf.grad) {
-    if (grad.impl_ptr().use_count() > 1 || !grad.is_contiguous()) grad = grad.clone();
+    // Kept as is only when nothing else can reach its memory (no other tensor or view of the same
+    // storage): the common case, a gradient just computed for this leaf alone, costs no copy.
+    if (grad.impl()->storage.use_count() > 1 || !grad.is_contiguous()) grad = grad.clone();
     leaf.grad = grad.impl_ptr();
   } else {
     leaf.grad = (Tensor(leaf.grad) + grad).impl_ptr();
@@ -84,6 +87,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 
     Grads grads;
     try {
+      SG_PROFILE_OP(node->name());  // a backward function is charged to its node
       grads = node->apply(grad_output);
     } catch (const Error& e) {
       std::string what = e.what();
@@ -91,6 +95,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       SG_FAIL("backward of '{}': {}", node->name(), what);
     }
     if (!retain_graph) node->release();
+    // Let go of this node's incoming gradient, so that a gradient it passes on unchanged (or as a
+    // view) is referenced only by what it is passed to.
+    const Device device = grad_output.device();
+    grad_output = Tensor();
     SG_CHECK(grads.size() == node->edges().size(),
              "backward of '{}': returned {} gradients for {} inputs", node->name(), grads.size(),
              node->edges().size());
@@ -98,17 +106,17 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     for (size_t i = 0; i < grads.size(); ++i) {
       const Edge& edge = node->edges()[i];
       if (!edge.needs_grad()) continue;
-      Tensor grad = grads[i];
+      Tensor grad = std::move(grads[i]);
       if (!grad.defined()) {
         // No gradient for this input (e.g. it was masked out entirely): treat as zeros.
-        grad = zeros(edge.shape, TensorOptions(edge.dtype).device(grad_output.device()));
+        grad = zeros(edge.shape, TensorOptions(edge.dtype).device(device));
       }
       // The one place broadcasting is undone: sum the gradient down to the input's shape.
       if (grad.shape() != edge.shape) grad = sum_to(grad, edge.shape);
       if (grad.dtype() != edge.dtype) grad = grad.to(edge.dtype);
 
       if (edge.leaf) {
-        accumulate_into_leaf(*edge.leaf, grad);
+        accumulate_into_leaf(*edge.leaf, std::move(grad));
         continue;
       }
       Node* child = edge.node.get();

@@ -107,6 +107,18 @@ Tensor matmul(const Tensor& a, const Tensor& b);  // da = g·bᵀ, db = aᵀ·g 
 // subtracted first).
 Tensor softmax(const Tensor& x, int64_t dim);      // dx = y ⊙ (g - Σ g⊙y)
 Tensor log_softmax(const Tensor& x, int64_t dim);  // dx = g - exp(y) Σ g
+// softmax over the entries where mask (bool, broadcast to x) is true, 0 elsewhere; a row with no
+// true entry is all zeros. The attention softmax, fused. dx = y ⊙ (g - Σ g⊙y)
+Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim = -1);
+
+// ---- normalisation: ops/normalization.cpp ----
+// Layer norm over the last dims (those of normalized_shape) as one op; nn::layer_norm is the same
+// math composed from primitives. weight and bias may be undefined.
+// y = x̂ ⊙ weight + bias, x̂ = (x - mean) / √(var + eps);
+// dx = (ĝ - mean(ĝ) - x̂ mean(ĝ ⊙ x̂)) / √(var + eps) with ĝ = g ⊙ weight; dweight = Σ g ⊙ x̂
+Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape,
+                        const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                        double eps = 1e-5);
 
 // ---- selection and masking: ops/masking.cpp ----
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);  // da = g⊙c, db = g⊙!c
@@ -137,6 +149,13 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 // each element with probability p and scales the rest by 1/(1-p), so the expected value is
 // unchanged; identity when !training or p == 0. dx = g ⊙ mask / (1-p)
 Tensor dropout(const Tensor& x, double p, bool training = true);
+
+// ---- optimizer updates: ops/inplace.cpp (in place, not differentiable) ----
+// One Adam step (AdamW's decoupled decay when decoupled_weight_decay) on param and its moment
+// buffers exp_avg, exp_avg_sq, at step `step` (1, 2, ...): torch.optim.Adam's update, fused.
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                  double weight_decay, bool decoupled_weight_decay, int64_t step);
 
 // ---- losses: ops/cross_entropy.cpp ----
 // logits [..., C], target int64 [...] of class indices (the class dim is LAST; for [N, C] this is

@@ -49,24 +49,22 @@ AttentionOutput scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   // Dividing by √Dh keeps the variance of a score near 1 whatever the head size, so the softmax
   // does not saturate. Dh is q's last dim: the size of ONE head, not d_model.
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;  // [..., T, S]
-  Tensor blocked;                                          // true = may NOT attend
+  // Scaling q rather than the scores: q [..., T, Dh] is no bigger than the scores [..., T, S],
+  // and the product comes out contiguous, so the batched matmuls below (and their backward)
+  // read q in place instead of copying the per-head view. k and v likewise, once.
+  Tensor scores = matmul(q * scale, k.contiguous().transpose(-2, -1));  // [..., T, S]
   if (mask.defined()) {
     SG_CHECK(broadcasts_to(mask.shape(), scores.shape()),
              "scaled_dot_product_attention: mask of shape {} cannot be broadcast to the scores' "
              "shape {} ([..., T, S])",
              mask.shape(), scores.shape());
-    blocked = mask.logical_not();
-    // The most negative float32 rather than -inf: exp() of it underflows to exactly 0 for every
-    // blocked key, and a row with every key blocked softmaxes to a uniform row instead of NaN.
-    scores = scores.masked_fill(blocked, std::numeric_limits<float>::lowest());
   }
-  Tensor weights = softmax(scores, -1);  // over the keys: each query's row sums to 1
-  // Zero the blocked entries: a no-op where a row had any key left, and it turns a fully blocked
-  // row (the uniform row above) into zeros, so that query's output is 0 and no gradient flows.
-  if (blocked.defined()) weights = weights.masked_fill(blocked, 0.0);
+  // Over the keys: each query's row sums to 1. masked_softmax gives blocked keys weight exactly 0
+  // and a query whose keys are ALL blocked a row of zeros (so its output is 0 and no gradient
+  // flows), where masking the scores with -inf would give 0/0 = NaN.
+  Tensor weights = mask.defined() ? masked_softmax(scores, mask, -1) : softmax(scores, -1);
   Tensor dropped = dropout(weights, dropout_p, training);
-  return {matmul(dropped, v), weights};
+  return {matmul(dropped, v.contiguous()), weights};
 }
 
 Tensor make_padding_mask(const Tensor& tokens, int64_t pad) {

@@ -21,7 +21,9 @@ class LayerNorm : public UnaryModule {
   std::string extra_repr() const override;
 };
 
-// The functional form. weight and bias may be undefined.
+// The functional form, composed from primitives (mean, sub, mul, rsqrt) so that autograd derives
+// its backward. weight and bias may be undefined. The module runs sg::fused_layer_norm instead
+// (autograd/ops.h): the same values, one node, its backward written out; the tests compare both.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps = 1e-5);
 

@@ -39,7 +39,8 @@ Tensor DecoderLayer::step(const Tensor& x, LayerCache& cache, const Tensor& memo
         cache.self_k = past > 0 ? cat({cache.self_k, k}, 2) : k;
         cache.self_v = past > 0 ? cat({cache.self_v, v}, 2) : v;
         const int64_t n = h.size(1);
-        Tensor mask = make_causal_mask(past + n, h.device()).narrow(2, past, n);  // rows past..
+        // One new position may look at every position so far: no mask to build or apply.
+        Tensor mask = n == 1 ? Tensor() : make_causal_mask(past + n, h.device()).narrow(2, past, n);
         return self_attn->attend(h, cache.self_k, cache.self_v, mask);
       },
       [&](const Tensor& h) {
@@ -86,8 +87,9 @@ DecoderCache Decoder::start(const Tensor& memory, const Tensor& memory_mask) {
   cache.memory_mask = memory_mask;
   for (size_t i = 0; i < layers->size(); ++i) {
     auto& attn = layers->at<DecoderLayer>(i)->cross_attn;
-    cache.layers.push_back(
-        {Tensor(), Tensor(), attn->project_keys(memory), attn->project_values(memory)});
+    // Stored contiguous: every step reads them whole, and a view would be copied each time.
+    cache.layers.push_back({Tensor(), Tensor(), attn->project_keys(memory).contiguous(),
+                            attn->project_values(memory).contiguous()});
   }
   return cache;
 }

@@ -71,6 +71,43 @@ class Backend {
   // out[.., index[..i..], ..] += src[..i..] along dim: the backward of gather.
   virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
                            const Tensor& src) = 0;
+
+  // ---- optional fused kernels ----
+  // One pass where the composed version makes several (bench/NOTES.md has the measurements).
+  // A backend that does not override one returns false, and the op then computes the same result
+  // from the kernels above: a new backend needs none of these to be correct.
+  //
+  // out = softmax along the last dim of x over the entries where mask is true, 0 elsewhere; a row
+  // with no true entry is all zeros. x contiguous; mask bool, x's shape, any strides.
+  virtual bool masked_softmax(const Tensor& /*x*/, const Tensor& /*mask*/, const Tensor& /*out*/) {
+    return false;
+  }
+  // Layer normalisation of x [rows, D] (contiguous) over D: out = (x - mean) · rstd · weight +
+  // bias with rstd = 1/√(var + eps), var biased; weight and bias [D] or undefined. mean and rstd
+  // ([rows], x's dtype) receive the statistics that layer_norm_backward takes.
+  virtual bool layer_norm(const Tensor& /*x*/, const Tensor& /*weight*/, const Tensor& /*bias*/,
+                          double /*eps*/, const Tensor& /*out*/, const Tensor& /*mean*/,
+                          const Tensor& /*rstd*/) {
+    return false;
+  }
+  // dx (and dweight, dbias where defined) for out = layer_norm(x) and its gradient grad
+  // (contiguous, x's shape).
+  virtual bool layer_norm_backward(const Tensor& /*grad*/, const Tensor& /*x*/,
+                                   const Tensor& /*mean*/, const Tensor& /*rstd*/,
+                                   const Tensor& /*weight*/, const Tensor& /*dx*/,
+                                   const Tensor& /*dweight*/, const Tensor& /*dbias*/) {
+    return false;
+  }
+  // One Adam step in place on param, exp_avg and exp_avg_sq (contiguous, one shape and dtype) from
+  // grad (contiguous, same shape): the update of sg::adam_update_ (ops.h), whose arguments these
+  // are. `step` counts from 1.
+  virtual bool adam_update(const Tensor& /*param*/, const Tensor& /*grad*/,
+                           const Tensor& /*exp_avg*/, const Tensor& /*exp_avg_sq*/, double /*lr*/,
+                           double /*beta1*/, double /*beta2*/, double /*eps*/,
+                           double /*weight_decay*/, bool /*decoupled_weight_decay*/,
+                           int64_t /*step*/) {
+    return false;
+  }
 };
 
 // The backend that owns memory on `device`. Throws a clear error for a device this build or this

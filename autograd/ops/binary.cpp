@@ -75,12 +75,14 @@ Tensor winner_grad(const Tensor& g, const Tensor& self, const Tensor& other, boo
 }  // namespace
 
 Tensor scalar_like(const Tensor& x, double value) {
+  SG_PROFILE_OP("scalar_like");
   DType dtype = x.dtype();
   if (!is_floating(dtype)) dtype = std::floor(value) == value ? kInt64 : kFloat32;
   return scalar_tensor(value, TensorOptions(dtype).device(x.device()));
 }
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+  SG_PROFILE_OP("add");
   Operands o = prepare("add", a, b, true);
   Tensor y = apply(BinaryOp::Add, scaled(o, alpha));
   // y = a + alpha b
@@ -90,6 +92,7 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
+  SG_PROFILE_OP("sub");
   Operands o = prepare("sub", a, b, true);
   Tensor y = apply(BinaryOp::Sub, scaled(o, alpha));
   // y = a - alpha b
@@ -97,6 +100,7 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("mul");
   Operands o = prepare("mul", a, b, true);
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
   // y = a ⊙ b: each input's gradient is g times the other input
@@ -108,6 +112,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("div");
   Operands o = prepare("div", a, b, true);
   if (!is_floating(o.dtype)) {  // true division, as Python's / and torch.div
     o.dtype = kFloat32;
@@ -126,6 +131,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("pow");
   Operands o = prepare("pow", a, b, true);
   if (!is_floating(o.dtype)) {
     o.dtype = kFloat32;
@@ -145,6 +151,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("maximum");
   Operands o = prepare("maximum", a, b, true);
   return record("maximum", apply(BinaryOp::Maximum, o), {a, b},
                 [sa = SavedTensor(o.a), sb = SavedTensor(o.b)](const Tensor& g) {
@@ -154,6 +161,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("minimum");
   Operands o = prepare("minimum", a, b, true);
   return record("minimum", apply(BinaryOp::Minimum, o), {a, b},
                 [sa = SavedTensor(o.a), sb = SavedTensor(o.b)](const Tensor& g) {
@@ -162,13 +170,37 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
                 });
 }
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare(BinaryOp::Ge, a, b); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return compare(BinaryOp::LogicalAnd, a, b); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return compare(BinaryOp::LogicalOr, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("eq");
+  return compare(BinaryOp::Eq, a, b);
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("ne");
+  return compare(BinaryOp::Ne, a, b);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("lt");
+  return compare(BinaryOp::Lt, a, b);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("le");
+  return compare(BinaryOp::Le, a, b);
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("gt");
+  return compare(BinaryOp::Gt, a, b);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("ge");
+  return compare(BinaryOp::Ge, a, b);
+}
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("logical_and");
+  return compare(BinaryOp::LogicalAnd, a, b);
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("logical_or");
+  return compare(BinaryOp::LogicalOr, a, b);
+}
 
 }  // namespace sg

@@ -52,6 +52,7 @@ int64_t count_valid_targets(const Tensor& target, int64_t C, int64_t ignore_inde
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
                      double label_smoothing, std::string_view reduction) {
+  SG_PROFILE_OP("cross_entropy");
   const Reduction mode = parse_reduction(reduction);
   SG_CHECK(logits.is_floating_point(), "cross_entropy: logits must be float32 or float64, got {}",
            logits.dtype());

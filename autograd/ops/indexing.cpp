@@ -21,6 +21,7 @@ void check_index_dtype(std::string_view op, const Tensor& index) {
 //   x [5, 3], dim 0, index [4, 0, 4]  ->  y [3, 3] = rows 4, 0 and 4 of x.
 // Backward: dx = zeros, then g's slice k is added into row index[k] (index_add).
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  SG_PROFILE_OP("index_select");
   check_index_dtype("index_select", index);
   SG_CHECK(index.dim() <= 1, "index_select: index must be 1-D, got shape {}", index.shape());
   detail::check_same_device("index_select", {x, index});
@@ -50,6 +51,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 // kept. For dim 1: y[i][j] = x[i][index[i][j]]. Backward: dx = zeros, g scattered back to the
 // positions it was taken from (scatter_add).
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  SG_PROFILE_OP("gather");
   check_index_dtype("gather", index);
   detail::check_same_device("gather", {x, index});
   SG_CHECK(index.dim() == x.dim(),
@@ -80,6 +82,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 // ids, reshaped; its own backward adds the same index_add and then zeroes the padding row, so a
 // padding token (the filler after a short sentence) never moves its embedding.
 Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx) {
+  SG_PROFILE_OP("embedding");
   SG_CHECK(weight.dim() == 2,
            "embedding: weight must be 2-D [num_embeddings, embedding_dim], got shape {}",
            weight.shape());
@@ -119,6 +122,7 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
 // index [...] -> int64 [..., C] with a 1 at each index's class: compare index with arange(C).
 // num_classes -1 means max(index) + 1, as in PyTorch.
 Tensor one_hot(const Tensor& index, int64_t num_classes) {
+  SG_PROFILE_OP("one_hot");
   SG_CHECK(index.dtype() == kInt64, "one_hot: index must be an int64 tensor, got {}",
            index.dtype());
   SG_CHECK(num_classes >= -1, "one_hot: num_classes must be -1 or at least 0, got {}", num_classes);

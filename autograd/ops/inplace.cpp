@@ -1,6 +1,8 @@
 // In-place ops: they write into the tensor's own storage and bump its version counter (Note
 // [Version counter] in autograd/node.h). They exist for optimizers and initialisers, so they are
 // not differentiable: while grad mode is on they refuse tensors that require grad.
+#include <cmath>
+
 #include "autograd/grad_mode.h"
 #include "autograd/ops/internal.h"
 
@@ -40,9 +42,13 @@ Tensor& binary_inplace(std::string_view op, BinaryOp kind, Tensor& self, const T
 
 }  // namespace
 
-Tensor& Tensor::zero_() { return fill_(0.0); }
+Tensor& Tensor::zero_() {
+  SG_PROFILE_OP("zero_");
+  return fill_(0.0);
+}
 
 Tensor& Tensor::fill_(double value) {
+  SG_PROFILE_OP("fill_");
   check_inplace("fill_", *this);
   backend_for(device()).fill(*this, value);
   impl()->storage->bump_version();
@@ -50,6 +56,7 @@ Tensor& Tensor::fill_(double value) {
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
+  SG_PROFILE_OP("copy_");
   check_inplace("copy_", *this, src);
   Tensor s = src.shares_storage(*this) ? src.clone() : src;
   backend_for(device()).copy(detail::broadcast_view(s, shape()), *this);
@@ -58,23 +65,39 @@ Tensor& Tensor::copy_(const Tensor& src) {
 }
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  SG_PROFILE_OP("add_");
   if (alpha == 1.0) return binary_inplace("add_", BinaryOp::Add, *this, other);
   NoGradGuard no_grad;
   return binary_inplace("add_", BinaryOp::Add, *this, other * alpha);
 }
-Tensor& Tensor::add_(double other) { return add_(scalar_like(*this, other)); }
-Tensor& Tensor::sub_(const Tensor& other, double alpha) { return add_(other, -alpha); }
+Tensor& Tensor::add_(double other) {
+  SG_PROFILE_OP("add_");
+  return add_(scalar_like(*this, other));
+}
+Tensor& Tensor::sub_(const Tensor& other, double alpha) {
+  SG_PROFILE_OP("sub_");
+  return add_(other, -alpha);
+}
 Tensor& Tensor::mul_(const Tensor& other) {
+  SG_PROFILE_OP("mul_");
   return binary_inplace("mul_", BinaryOp::Mul, *this, other);
 }
-Tensor& Tensor::mul_(double other) { return mul_(scalar_like(*this, other)); }
+Tensor& Tensor::mul_(double other) {
+  SG_PROFILE_OP("mul_");
+  return mul_(scalar_like(*this, other));
+}
 Tensor& Tensor::div_(const Tensor& other) {
+  SG_PROFILE_OP("div_");
   SG_CHECK(is_floating(dtype()), "div_: true division needs a float tensor, got {}", dtype());
   return binary_inplace("div_", BinaryOp::Div, *this, other);
 }
-Tensor& Tensor::div_(double other) { return div_(scalar_like(*this, other)); }
+Tensor& Tensor::div_(double other) {
+  SG_PROFILE_OP("div_");
+  return div_(scalar_like(*this, other));
+}
 
 Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, double value) {
+  SG_PROFILE_OP("addcmul_");
   check_inplace("addcmul_", *this, a);
   check_inplace("addcmul_", *this, b);
   NoGradGuard no_grad;
@@ -82,6 +105,7 @@ Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, double value) {
 }
 
 Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, double value) {
+  SG_PROFILE_OP("addcdiv_");
   check_inplace("addcdiv_", *this, a);
   check_inplace("addcdiv_", *this, b);
   NoGradGuard no_grad;
@@ -89,15 +113,62 @@ Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, double value) {
 }
 
 Tensor& Tensor::uniform_(double low, double high) {
+  SG_PROFILE_OP("uniform_");
   SG_CHECK(low <= high, "uniform_: low {} must not exceed high {}", low, high);
   NoGradGuard no_grad;
-  return copy_(rand(shape(), TensorOptions(kFloat64)) * (high - low) + low);
+  return copy_(rand(shape(), TensorOptions(kFloat64).device(device())) * (high - low) + low);
 }
 
 Tensor& Tensor::normal_(double mean, double std) {
+  SG_PROFILE_OP("normal_");
   SG_CHECK(std >= 0, "normal_: std must be non-negative, got {}", std);
   NoGradGuard no_grad;
-  return copy_(randn(shape(), TensorOptions(kFloat64)) * std + mean);
+  return copy_(randn(shape(), TensorOptions(kFloat64).device(device())) * std + mean);
+}
+
+// ---- adam_update_ ----
+// One step of Adam (AdamW with decoupled_weight_decay) on param, in place, with its two moment
+// buffers (torch.optim.Adam's rule; nn/optim/adam.h has the formulas). A backend with the fused
+// kernel makes one pass over the four tensors; others run the same arithmetic as ops.
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                  double weight_decay, bool decoupled_weight_decay, int64_t step) {
+  SG_PROFILE_OP("adam_update_");
+  Tensor p = param;
+  check_inplace("adam_update_", p, grad);
+  for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
+    SG_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(),
+             "adam_update_: gradient and moments must be {} of shape {}, got {} of shape {}",
+             param.dtype(), param.shape(), t->dtype(), t->shape());
+  }
+  detail::check_same_device("adam_update_", {param, grad, exp_avg, exp_avg_sq});
+  SG_CHECK(step >= 1, "adam_update_: step counts from 1, got {}", step);
+  const bool contiguous =
+      param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous();
+  if (!contiguous || !backend_for(param.device())
+                          .adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, lr, beta1,
+                                       beta2, eps, weight_decay, decoupled_weight_decay, step)) {
+    NoGradGuard no_grad;
+    Tensor g = grad;
+    Tensor m = exp_avg, v = exp_avg_sq;
+    if (weight_decay != 0.0) {
+      if (decoupled_weight_decay) {
+        p.mul_(1.0 - lr * weight_decay);
+      } else {
+        g = g + p * weight_decay;  // a new tensor: the stored gradient stays as is
+      }
+    }
+    m.mul_(beta1).add_(g, 1.0 - beta1);
+    v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+    const double t = static_cast<double>(step);
+    const double bias_correction1 = 1.0 - std::pow(beta1, t);
+    const double bias_correction2 = 1.0 - std::pow(beta2, t);
+    // PyTorch's order of operations, so results agree to the last bits that rounding allows.
+    Tensor denom = v.sqrt() / std::sqrt(bias_correction2);
+    denom.add_(eps);
+    p.addcdiv_(m, denom, -lr / bias_correction1);
+  }
+  for (const Tensor* t : {&param, &exp_avg, &exp_avg_sq}) t->impl()->storage->bump_version();
 }
 
 }  // namespace sg

@@ -10,6 +10,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 
 namespace sg::detail {
 

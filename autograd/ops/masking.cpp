@@ -15,6 +15,7 @@ namespace sg {
 // Backward: each output element came from exactly one of a and b, so g goes there and the other
 // gets 0: da = where(c, g, 0), db = where(c, 0, g) (the engine sums them to a's and b's shapes).
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("where");
   SG_CHECK(condition.dtype() == kBool, "where: condition must be a bool tensor, got {}",
            condition.dtype());
   detail::check_same_device("where", {condition, a, b});
@@ -27,17 +28,22 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
              detail::broadcast_view(detail::convert(a, dtype), shape),
              detail::broadcast_view(detail::convert(b, dtype), shape), out);
 
-  return record("where", out, {condition, a, b}, [sc = SavedTensor(condition)](const Tensor& g) {
-    const Tensor& c = sc.get();
-    Tensor zero = zeros({}, g.options());
-    return Grads{Tensor(), where(c, g, zero), where(c, zero, g)};
-  });
+  // Only the gradients that are needed: masked_fill's fill value never requires grad.
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  return record("where", out, {condition, a, b},
+                [sc = SavedTensor(condition), need_a, need_b](const Tensor& g) {
+                  const Tensor& c = sc.get();
+                  Tensor zero = zeros({}, g.options());
+                  return Grads{Tensor(), need_a ? where(c, g, zero) : Tensor(),
+                               need_b ? where(c, zero, g) : Tensor()};
+                });
 }
 
 // ---- masked_fill ----
 // y = value where mask is true, else x. The mask broadcasts to x (never the other way: the
 // output keeps x's shape). It is where(mask, value, x), so dx = g ⊙ !mask comes from `where`.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  SG_PROFILE_OP("masked_fill");
   SG_CHECK(mask.dtype() == kBool, "masked_fill: mask must be a bool tensor, got {}", mask.dtype());
   SG_CHECK(broadcast_shapes("masked_fill", mask.shape(), x.shape()) == x.shape(),
            "masked_fill: mask of shape {} cannot be broadcast to the input's shape {}",
@@ -66,7 +72,13 @@ Tensor triangle(std::string_view op, const Tensor& x, int64_t diagonal, bool low
 }
 }  // namespace
 
-Tensor tril(const Tensor& x, int64_t diagonal) { return triangle("tril", x, diagonal, true); }
-Tensor triu(const Tensor& x, int64_t diagonal) { return triangle("triu", x, diagonal, false); }
+Tensor tril(const Tensor& x, int64_t diagonal) {
+  SG_PROFILE_OP("tril");
+  return triangle("tril", x, diagonal, true);
+}
+Tensor triu(const Tensor& x, int64_t diagonal) {
+  SG_PROFILE_OP("triu");
+  return triangle("triu", x, diagonal, false);
+}
 
 }  // namespace sg

@@ -143,6 +143,7 @@ Tensor as_matrix_result(Tensor y, int64_t a_dim, int64_t b_dim) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  SG_PROFILE_OP("matmul");
   check_operands(a, b);
   const Tensor a_matrix = as_left_matrix(a);   // [.., M, K]
   const Tensor b_matrix = as_right_matrix(b);  // [.., K, N]
@@ -158,33 +159,40 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // itself on transposed views. dA needs only B and dB only A, so each is saved only if needed.
   // Broadcast batch dims come back summed by the engine (sum_to), as for any broadcasting op.
   const bool need_da = a.requires_grad(), need_db = b.requires_grad();
-  return record(
-      "matmul", out, {a, b},
-      [saved_a = need_db ? SavedTensor(a) : SavedTensor(),
-       saved_b = need_da ? SavedTensor(b) : SavedTensor(), a_dim = a.dim(), b_dim = b.dim(),
-       need_da, need_db](const Tensor& g) {
-        const Tensor G = as_matrix_result(g, a_dim, b_dim);  // [.., M, N]
-        Tensor da, db;
-        if (need_da) {
-          const Tensor B = as_right_matrix(saved_b.get());  // [.., K, N]
-          da = matmul(G, B.transpose(-2, -1));              // [.., M, K]
-          if (a_dim == 1) da = da.squeeze(da.dim() - 2);    // [.., K]
-        }
-        if (need_db) {
-          const Tensor A = as_left_matrix(saved_a.get());  // [.., M, K]
-          if (A.dim() > 2 && b_dim <= 2) {
-            // B was one matrix shared by the whole stack, so dB = Σ_batch Aᵢᵀ·dCᵢ, which is one
-            // gemm over the stack read as a tall matrix: [K, B*M] · [B*M, N]. (reshape copies A
-            // only when its rows cannot be laid end to end, e.g. a transposed stack.)
-            const int64_t K = A.size(-1), N = G.size(-1);
-            db = matmul(A.reshape({-1, K}).transpose(0, 1), G.reshape({-1, N}));  // [K, N]
-          } else {
-            db = matmul(A.transpose(-2, -1), G);  // [.., K, N]
-          }
-          if (b_dim == 1) db = db.squeeze(db.dim() - 1);  // [.., K]
-        }
-        return Grads{da, db};
-      });
+  // b is a transposed view (a Linear layer's weight.t(), attention's keys): its gradient is then
+  // computed transposed too, dBᵀ = dCᵀ·A, and handed back as a view, so that the transpose's own
+  // backward yields a contiguous gradient instead of copying one with a stride per element.
+  const bool b_transposed = b.dim() >= 2 && b.stride(-2) == 1 && b.stride(-1) != 1;
+  return record("matmul", out, {a, b},
+                [saved_a = need_db ? SavedTensor(a) : SavedTensor(),
+                 saved_b = need_da ? SavedTensor(b) : SavedTensor(), a_dim = a.dim(),
+                 b_dim = b.dim(), need_da, need_db, b_transposed](const Tensor& g) {
+                  const Tensor G = as_matrix_result(g, a_dim, b_dim);  // [.., M, N]
+                  Tensor da, db;
+                  if (need_da) {
+                    const Tensor B = as_right_matrix(saved_b.get());  // [.., K, N]
+                    da = matmul(G, B.transpose(-2, -1));              // [.., M, K]
+                    if (a_dim == 1) da = da.squeeze(da.dim() - 2);    // [.., K]
+                  }
+                  if (need_db) {
+                    const Tensor A = as_left_matrix(saved_a.get());  // [.., M, K]
+                    if (A.dim() > 2 && b_dim <= 2) {
+                      // B was one matrix shared by the whole stack, so dB = Σ_batch Aᵢᵀ·dCᵢ, which
+                      // is one gemm over the stack read as a tall matrix: [K, B*M] · [B*M, N].
+                      // (reshape copies A only when its rows cannot be laid end to end, e.g. a
+                      // transposed stack.)
+                      const int64_t K = A.size(-1), N = G.size(-1);
+                      const Tensor rows_a = A.reshape({-1, K}), rows_g = G.reshape({-1, N});
+                      db = b_transposed ? matmul(rows_g.transpose(0, 1), rows_a).transpose(0, 1)
+                                        : matmul(rows_a.transpose(0, 1), rows_g);  // [K, N]
+                    } else {
+                      db = b_transposed ? matmul(G.transpose(-2, -1), A).transpose(-2, -1)
+                                        : matmul(A.transpose(-2, -1), G);  // [.., K, N]
+                    }
+                    if (b_dim == 1) db = db.squeeze(db.dim() - 1);  // [.., K]
+                  }
+                  return Grads{da, db};
+                });
 }
 
 }  // namespace sg

@@ -104,6 +104,7 @@ void check_not_empty(std::string_view op, const Tensor& x, const std::vector<int
 // y = Σ x over dims. Backward: each x element contributed once to its output element, so
 // dx = g broadcast back over the reduced dims.
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  SG_PROFILE_OP("sum");
   // A 0-d tensor is its own sum; treat it as [1] so the kernel always has a dim to walk.
   if (x.dim() == 0) {
     (void)reduced_dims_of("sum", dims, 0);
@@ -124,6 +125,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 // ---- mean ----
 // y = Σ x / n: composed from sum and a division, so its gradient g / n needs no code here.
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  SG_PROFILE_OP("mean");
   SG_CHECK(x.is_floating_point(), "mean: expected a floating point tensor, got {}", x.dtype());
   std::vector<int64_t> reduced = reduced_dims_of("mean", dims, x.dim());
   const int64_t n = reduced_count(x.shape(), reduced);
@@ -135,6 +137,7 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 // derives dx = 2 g (x - mean) / (n - correction) by itself (the mean's own gradient term sums to
 // zero). Two passes over the data, as in the textbook formula; no catastrophic cancellation.
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+  SG_PROFILE_OP("var");
   SG_CHECK(x.is_floating_point(), "var: expected a floating point tensor, got {}", x.dtype());
   std::vector<int64_t> reduced = reduced_dims_of("var", dims, x.dim());
   const int64_t n = reduced_count(x.shape(), reduced);
@@ -172,9 +175,11 @@ Tensor extreme(std::string_view op, ReduceOp kind, const Tensor& x,
 }  // namespace
 
 Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  SG_PROFILE_OP("amax");
   return extreme("amax", ReduceOp::Max, x, dims, keepdim);
 }
 Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  SG_PROFILE_OP("amin");
   return extreme("amin", ReduceOp::Min, x, dims, keepdim);
 }
 
@@ -212,18 +217,22 @@ std::pair<Tensor, Tensor> extreme_along(std::string_view op, ReduceOp kind, cons
 }  // namespace
 
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  SG_PROFILE_OP("max");
   return extreme_along("max", ReduceOp::Max, x, dim, keepdim);
 }
 std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+  SG_PROFILE_OP("min");
   return extreme_along("min", ReduceOp::Min, x, dim, keepdim);
 }
 
 // ---- argmax / argmin: the indices alone, int64, never differentiable ----
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  SG_PROFILE_OP("argmax");
   NoGradGuard no_grad;  // the values are thrown away: record nothing for them
   return extreme_along("argmax", ReduceOp::Max, x, dim, keepdim).second;
 }
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+  SG_PROFILE_OP("argmin");
   NoGradGuard no_grad;
   return extreme_along("argmin", ReduceOp::Min, x, dim, keepdim).second;
 }
@@ -234,6 +243,7 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
 //   sum_to(g [4, 2, 3], {2, 1})  ->  sum over dims 0 and 2  ->  [2, 1]
 // Composed from sum and view, so its own gradient (g expanded back to x's shape) comes for free.
 Tensor sum_to(const Tensor& x, const Shape& shape) {
+  SG_PROFILE_OP("sum_to");
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
   SG_CHECK(lead >= 0, "sum_to: cannot sum shape {} to the larger shape {}", x.shape(), shape);
   std::vector<int64_t> dims;

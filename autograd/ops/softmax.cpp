@@ -12,6 +12,8 @@
 // four ops that each allocate. Backward needs only y:
 //   softmax:      dx = y ⊙ (g - Σ g⊙y)
 //   log_softmax:  dx = g - exp(y) Σ g
+#include <limits>
+
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -36,9 +38,51 @@ Tensor softmax_along(std::string_view op, const Tensor& x, int64_t dim, bool log
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_along("softmax", x, dim, false); }
+// ---- masked_softmax ----
+// softmax restricted to the entries where mask is true: y = exp(x - m) / Σ_kept exp(x - m) there,
+// 0 elsewhere, and a row with nothing kept is all zeros (not NaN). This is the attention softmax:
+// scores masked to -inf, softmaxed, and the fully masked rows zeroed, in one pass instead of three
+// (backends without the fused kernel run exactly those three steps).
+// Backward: masked entries have y = 0, so softmax's dx = y ⊙ (g - Σ g⊙y) is already 0 there; no
+// separate masking pass is needed.
+Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim) {
+  SG_PROFILE_OP("masked_softmax");
+  SG_CHECK(x.is_floating_point(), "masked_softmax: expected a floating point tensor, got {}",
+           x.dtype());
+  SG_CHECK(mask.dtype() == kBool, "masked_softmax: mask must be a bool tensor, got {}",
+           mask.dtype());
+  SG_CHECK(broadcast_shapes("masked_softmax", mask.shape(), x.shape()) == x.shape(),
+           "masked_softmax: mask of shape {} cannot be broadcast to the input's shape {}",
+           mask.shape(), x.shape());
+  detail::check_same_device("masked_softmax", {x, mask});
+  const int64_t d = normalize_dim("masked_softmax", dim, x.dim());
+  Backend& backend = backend_for(x.device());
+  Tensor out = empty(x.shape(), x.options());
+  const bool last = x.dim() == 0 || d == x.dim() - 1;
+  if (!last || !backend.masked_softmax(x.detach().contiguous(),
+                                       detail::broadcast_view(mask, x.shape()), out)) {
+    NoGradGuard no_grad;
+    // The most negative float rather than -inf, so that a fully masked row becomes a uniform row
+    // (then zeroed) and a row of -inf scores cannot make NaN.
+    const double lowest = std::numeric_limits<float>::lowest();
+    Tensor kept = where(mask, x.detach(), full({}, lowest, x.options()));
+    out = where(mask, softmax(kept, d), zeros({}, x.options()));
+  }
+  return record("masked_softmax", out, {x, mask}, [sy = SavedTensor(out), d](const Tensor& g) {
+    const Tensor& y = sy.get();
+    Tensor dx = empty(y.shape(), y.options());
+    backend_for(y.device()).softmax_backward(g.contiguous(), y, d, /*log=*/false, dx);
+    return Grads{dx, Tensor()};
+  });
+}
+
+Tensor softmax(const Tensor& x, int64_t dim) {
+  SG_PROFILE_OP("softmax");
+  return softmax_along("softmax", x, dim, false);
+}
 
 Tensor log_softmax(const Tensor& x, int64_t dim) {
+  SG_PROFILE_OP("log_softmax");
   return softmax_along("log_softmax", x, dim, true);
 }
 

@@ -27,11 +27,13 @@ void check_not_bool(std::string_view op, const Tensor& x) {
 }  // namespace
 
 Tensor neg(const Tensor& x) {
+  SG_PROFILE_OP("neg");
   check_not_bool("neg", x);
   return record("neg", apply(UnaryOp::Neg, x), {x}, [](const Tensor& g) { return Grads{-g}; });
 }
 
 Tensor exp(const Tensor& x) {
+  SG_PROFILE_OP("exp");
   Tensor xf = as_floating(x);
   Tensor y = apply(UnaryOp::Exp, xf);
   // d/dx e^x = e^x: the output itself
@@ -40,12 +42,14 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  SG_PROFILE_OP("log");
   Tensor xf = as_floating(x);
   return record("log", apply(UnaryOp::Log, xf), {x},
                 [sx = SavedTensor(xf)](const Tensor& g) { return Grads{g / sx.get()}; });
 }
 
 Tensor sqrt(const Tensor& x) {
+  SG_PROFILE_OP("sqrt");
   Tensor y = apply(UnaryOp::Sqrt, as_floating(x));
   // d/dx √x = 1 / (2√x)
   return record("sqrt", y, {x},
@@ -53,6 +57,7 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor rsqrt(const Tensor& x) {
+  SG_PROFILE_OP("rsqrt");
   Tensor y = apply(UnaryOp::Rsqrt, as_floating(x));
   // d/dx x^(-1/2) = -1/2 x^(-3/2) = -y³/2
   return record("rsqrt", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
@@ -62,6 +67,7 @@ Tensor rsqrt(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
+  SG_PROFILE_OP("abs");
   check_not_bool("abs", x);
   return record("abs", apply(UnaryOp::Abs, x), {x}, [sx = SavedTensor(x)](const Tensor& g) {
     return Grads{g * sign(sx.get())};  // the kink at 0 gets gradient 0, as in PyTorch
@@ -69,11 +75,13 @@ Tensor abs(const Tensor& x) {
 }
 
 Tensor sign(const Tensor& x) {
+  SG_PROFILE_OP("sign");
   check_not_bool("sign", x);
   return apply(UnaryOp::Sign, x);  // piecewise constant: no gradient, so nothing is recorded
 }
 
 Tensor tanh(const Tensor& x) {
+  SG_PROFILE_OP("tanh");
   Tensor y = apply(UnaryOp::Tanh, as_floating(x));
   return record("tanh", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
     const Tensor& t = sy.get();
@@ -82,6 +90,7 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor sigmoid(const Tensor& x) {
+  SG_PROFILE_OP("sigmoid");
   Tensor y = apply(UnaryOp::Sigmoid, as_floating(x));
   return record("sigmoid", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
     const Tensor& s = sy.get();
@@ -90,14 +99,19 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 Tensor relu(const Tensor& x) {
+  SG_PROFILE_OP("relu");
   check_not_bool("relu", x);
   Tensor y = apply(UnaryOp::Relu, x);
   // gradient flows where the input was positive (0 at the kink, as in PyTorch)
-  return record("relu", y, {x},
-                [sy = SavedTensor(y)](const Tensor& g) { return Grads{g * sy.get().gt(0.0)}; });
+  // (where(y > 0, g, 0) rather than g * (y > 0): the bool mask need not become a float tensor)
+  return record("relu", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+    const Tensor& out = sy.get();
+    return Grads{where(out.gt(0.0), g, zeros({}, g.options()))};
+  });
 }
 
 Tensor gelu(const Tensor& x, std::string_view approximate) {
+  SG_PROFILE_OP("gelu");
   SG_CHECK(approximate == "none" || approximate == "tanh",
            "gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
   const bool use_tanh = approximate == "tanh";
@@ -111,6 +125,7 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
 }
 
 Tensor pow(const Tensor& x, double exponent) {
+  SG_PROFILE_OP("pow");
   Tensor xf = as_floating(x);
   Tensor y = apply(UnaryOp::Pow, xf, exponent);
   // d/dx x^p = p x^(p-1)
@@ -121,12 +136,14 @@ Tensor pow(const Tensor& x, double exponent) {
 }
 
 Tensor square(const Tensor& x) {
+  SG_PROFILE_OP("square");
   check_not_bool("square", x);
   return record("square", apply(UnaryOp::Square, x), {x},
                 [sx = SavedTensor(x)](const Tensor& g) { return Grads{g * sx.get() * 2.0}; });
 }
 
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  SG_PROFILE_OP("clamp");
   SG_CHECK(min.has_value() || max.has_value(), "clamp: at least one of min and max must be given");
   check_not_bool("clamp", x);
   const double lo = min.value_or(-std::numeric_limits<double>::infinity());
@@ -140,6 +157,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 }
 
 Tensor logical_not(const Tensor& x) {
+  SG_PROFILE_OP("logical_not");
   Tensor out = empty(x.shape(), TensorOptions(kBool).device(x.device()));
   backend_for(x.device()).unary(UnaryOp::LogicalNot, x, out, 0.0, 0.0);
   return out;

@@ -116,6 +116,7 @@ Tensor scatter_into_zeros(const Tensor& g, const Shape& input_shape, MakeView ma
 }  // namespace
 
 Tensor view(const Tensor& x, const Shape& shape) {
+  SG_PROFILE_OP("view");
   Shape target = infer_size("view", shape, x.numel());
   std::optional<Strides> strides = view_strides(x.shape(), x.strides(), target);
   SG_CHECK(strides.has_value(),
@@ -129,12 +130,14 @@ Tensor view(const Tensor& x, const Shape& shape) {
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
+  SG_PROFILE_OP("reshape");
   Shape target = infer_size("reshape", shape, x.numel());
   if (view_strides(x.shape(), x.strides(), target)) return view(x, target);
   return view(contiguous(x), target);
 }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  SG_PROFILE_OP("transpose");
   int64_t d0 = normalize_dim("transpose", dim0, x.dim());
   int64_t d1 = normalize_dim("transpose", dim1, x.dim());
   if (x.dim() == 0) return view(x, {});
@@ -148,6 +151,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
 }
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  SG_PROFILE_OP("permute");
   SG_CHECK(static_cast<int64_t>(dims.size()) == x.dim(),
            "permute: got {} dims {} for a tensor of shape {}", dims.size(), dims, x.shape());
   std::vector<int64_t> order(dims.size());
@@ -171,6 +175,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
 }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  SG_PROFILE_OP("unsqueeze");
   int64_t d = normalize_dim("unsqueeze", dim, x.dim() + 1);
   Shape shape = x.shape();
   Strides strides = x.strides();
@@ -184,6 +189,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
 }
 
 Tensor squeeze(const Tensor& x, std::optional<int64_t> dim) {
+  SG_PROFILE_OP("squeeze");
   Shape shape;
   Strides strides;
   std::optional<int64_t> only;
@@ -201,6 +207,7 @@ Tensor squeeze(const Tensor& x, std::optional<int64_t> dim) {
 }
 
 Tensor expand(const Tensor& x, const Shape& shape) {
+  SG_PROFILE_OP("expand");
   SG_CHECK(static_cast<int64_t>(shape.size()) >= x.dim(),
            "expand: the target shape {} has fewer dims than the tensor's shape {}", shape,
            x.shape());
@@ -221,6 +228,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 }
 
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  SG_PROFILE_OP("slice");
   SG_CHECK(x.dim() > 0, "slice: cannot slice a 0-d tensor");
   int64_t d = normalize_dim("slice", dim, x.dim());
   SG_CHECK(step > 0, "slice: step must be positive, got {}", step);
@@ -247,6 +255,7 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
 }
 
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  SG_PROFILE_OP("narrow");
   SG_CHECK(x.dim() > 0, "narrow: cannot narrow a 0-d tensor");
   int64_t d = normalize_dim("narrow", dim, x.dim());
   const int64_t size = x.size(d);
@@ -260,6 +269,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  SG_PROFILE_OP("select");
   SG_CHECK(x.dim() > 0, "select: cannot select from a 0-d tensor");
   int64_t d = normalize_dim("select", dim, x.dim());
   const int64_t size = x.size(d);
@@ -282,6 +292,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
 }
 
 Tensor contiguous(const Tensor& x) {
+  SG_PROFILE_OP("contiguous");
   if (x.is_contiguous()) return x;
   Tensor out = empty(x.shape(), x.options());
   backend_for(x.device()).copy(x, out);
@@ -289,6 +300,7 @@ Tensor contiguous(const Tensor& x) {
 }
 
 Tensor to_dtype(const Tensor& x, DType dtype) {
+  SG_PROFILE_OP("to_dtype");
   if (x.dtype() == dtype) return x;
   Tensor out = detail::convert(x, dtype);
   if (!is_floating(dtype) || !is_floating(x.dtype())) return out;  // no gradient through ints

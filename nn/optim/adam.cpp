@@ -29,6 +29,12 @@ Adam::Adam(std::string name, std::vector<Tensor> params, AdamOptions options, bo
 void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
   const AdamOptions& o = options_;
   const auto [beta1, beta2] = o.betas;
+  if (!o.amsgrad) {
+    // The same update as below, in one fused op (one pass instead of about ten kernels).
+    adam_update_(param, grad, buffer("exp_avg", i), buffer("exp_avg_sq", i), lr(), beta1, beta2,
+                 o.eps, o.weight_decay, decoupled_weight_decay_, param_step(i));
+    return;
+  }
   Tensor g = grad;
   if (o.weight_decay != 0.0) {
     if (decoupled_weight_decay_) {

@@ -1,5 +1,5 @@
 """Golden values for autograd/ops/softmax.cpp: softmax and log_softmax along several dims,
-large logits (stability), and rows with -inf (masked attention scores)."""
+large logits (stability), rows with -inf (masked attention scores), and masked_softmax."""
 import torch
 
 from golden._common import case, randn
@@ -28,4 +28,23 @@ def cases():
     x = randn(5, 3)
     c["transposed"] = case({"x": x}, {"softmax": torch.softmax(x.t(), 1),
                                       "log_softmax": torch.log_softmax(x.t(), 1)}, dim=1)
+    # masked_softmax: softmax over the entries where mask is true, 0 elsewhere, and a row with no
+    # true entry all zeros. PyTorch has no such op; it is -inf where masked, softmax, NaN -> 0.
+    def masked(x, mask):
+        return torch.softmax(x.masked_fill(~mask, float("-inf")), -1).nan_to_num(0.0)
+    x = randn(2, 3, 5)
+    mask = torch.rand(3, 5) > 0.4
+    mask[0, :] = False  # a query with nothing to attend to
+    mask[1, :] = True
+    c["masked"] = case({"x": x, "mask": mask}, {"out": masked(x, mask)})
+    # Attention's shapes: scores [B, H, T, S], a padding mask [B, 1, 1, S] (batch 0 all padding).
+    x = randn(2, 3, 4, 12) * 3
+    mask = torch.rand(2, 1, 1, 12) > 0.3
+    mask[0] = False
+    mask[1, ..., 0] = True
+    c["masked_padding"] = case({"x": x, "mask": mask}, {"out": masked(x, mask)})
+    # A causal mask [T, T] on rows longer than 32 (the kernel's long-row path).
+    x = randn(2, 40, 40)
+    mask = torch.ones(40, 40, dtype=torch.bool).tril()
+    c["masked_causal_long"] = case({"x": x, "mask": mask}, {"out": masked(x, mask)})
     return c

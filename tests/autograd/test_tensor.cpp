@@ -95,7 +95,7 @@ TEST(TensorTest, DtypeConversion) {
 }
 
 TEST(TensorTest, CudaDeviceGivesAClearError) {
-  EXPECT_FALSE(cuda_available());
+  if (cuda_available()) GTEST_SKIP() << "a GPU is usable here: nothing to refuse";
   EXPECT_FALSE(cuda_unavailable_reason().empty());
   EXPECT_SG_ERROR(zeros({2}, TensorOptions().device(Device::cuda())), "cuda:0");
   EXPECT_EQ(Device::cuda(1).str(), "cuda:1");

@@ -70,7 +70,8 @@ TEST(EmbeddingModule, PrintingAndErrors) {
   Embedding emb(10, 4);
   EXPECT_SG_ERROR(emb(zeros({2})), "Embedding: token ids must be int64, got float32 of shape [2]");
   EXPECT_SG_ERROR(Embedding(10, 4, 10), "Embedding: padding_idx 10 is out of range for 10");
-  EXPECT_SG_ERROR(emb(full({1}, 10.0, kInt64)), "embedding: token id 10 is out of range for 10 embeddings");
+  EXPECT_SG_ERROR(emb(full({1}, 10.0, kInt64)),
+                  "embedding: token id 10 is out of range for 10 embeddings");
 }
 
 }  // namespace

@@ -92,6 +92,48 @@ TEST(AdamGolden, AdamWMatchesTorchAndDiffersFromL2) {
   EXPECT_EQ(AdamWOptions{}.weight_decay, 1e-2);  // torch.optim.AdamW's default
 }
 
+// Adam runs the fused op adam_update_; its composed path (the same arithmetic as tensor ops) runs
+// where the backend has no fused kernel, or here, where the parameter is not contiguous. Both
+// round every scalar alike and compute in the same order; only the fused loop may contract a
+// multiply and an add into one FMA (one rounding instead of two), so they agree to about an ulp.
+TEST(AdamFusedUpdate, FusedKernelMatchesTheComposedOps) {
+  for (const bool decoupled : {false, true}) {
+    for (const double weight_decay : {0.0, 0.1}) {
+      Tensor p = randn({6, 5}), g = randn({6, 5}), m = zeros({6, 5}), v = zeros({6, 5});
+      // The same values laid out transposed: not contiguous, so the composed path runs.
+      Tensor pt = p.t().contiguous().t(), mt = m.t().contiguous().t(), vt = v.t().contiguous().t();
+      ASSERT_FALSE(pt.is_contiguous());
+      NoGradGuard no_grad;
+      for (int64_t step = 1; step <= 3; ++step) {
+        const Tensor grad = g * static_cast<double>(step);
+        adam_update_(p, grad, m, v, 0.01, 0.9, 0.98, 1e-9, weight_decay, decoupled, step);
+        adam_update_(pt, grad, mt, vt, 0.01, 0.9, 0.98, 1e-9, weight_decay, decoupled, step);
+      }
+      EXPECT_TRUE(tensors_near(p, pt, 1e-7, 1e-6)) << decoupled << " " << weight_decay;
+      EXPECT_TRUE(tensors_near(m, mt, 1e-7, 1e-6)) << decoupled << " " << weight_decay;
+      EXPECT_TRUE(tensors_near(v, vt, 1e-7, 1e-6)) << decoupled << " " << weight_decay;
+      EXPECT_FALSE(tensors_near(p, randn({6, 5}) * 0.0, 1e-3, 0));  // it did move
+    }
+  }
+}
+
+TEST(AdamFusedUpdate, ChecksItsArguments) {
+  NoGradGuard no_grad;
+  Tensor p = zeros({3}), m = zeros({3}), v = zeros({3});
+  EXPECT_SG_ERROR(adam_update_(p, zeros({4}), m, v, 0.1, 0.9, 0.99, 1e-8, 0, false, 1),
+                  "adam_update_: shapes [4] and [3] cannot be broadcast");
+  EXPECT_SG_ERROR(
+      adam_update_(p, zeros({3}), zeros({3}, kFloat64), v, 0.1, 0.9, 0.99, 1e-8, 0, false, 1),
+      "adam_update_: gradient and moments must be float32 of shape [3], got float64");
+  EXPECT_SG_ERROR(adam_update_(p, zeros({3}), m, v, 0.1, 0.9, 0.99, 1e-8, 0, false, 0),
+                  "adam_update_: step counts from 1, got 0");
+  Tensor leaf = zeros({3}).requires_grad_();
+  set_grad_enabled(true);
+  EXPECT_SG_ERROR(adam_update_(leaf, zeros({3}), m, v, 0.1, 0.9, 0.99, 1e-8, 0, false, 1),
+                  "adam_update_: cannot change a tensor of shape [3] in place while it");
+  set_grad_enabled(false);
+}
+
 TEST(OptimBase, SkipsParametersWithoutGradient) {
   Tensor used = ones({2}).requires_grad_(), unused = ones({2}).requires_grad_();
   Adam opt({used, unused}, {.lr = 0.1});

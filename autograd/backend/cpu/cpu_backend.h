@@ -1,5 +1,6 @@
 // The CPU backend: the reference implementation of every kernel (OpenBLAS for gemm). The kernels
-// live one family per file (elementwise.cpp, reduce.cpp, gemm.cpp, softmax.cpp, indexing.cpp),
+// live one family per file (elementwise.cpp, reduce.cpp, gemm.cpp, softmax.cpp, indexing.cpp,
+// and the fused layer_norm.cpp and adam.cpp),
 // named like their CUDA twins in backend/cuda/.
 #pragma once
 
@@ -10,6 +11,13 @@ namespace sg {
 Backend& cpu_backend();
 
 namespace cpu {
+// Frees the blocks the CPU allocator keeps for reuse (backend/cpu/cpu_backend.cpp).
+void release_cached_memory();
+struct MemoryStats {
+  size_t live_bytes, peak_live_bytes, cached_bytes;  // tensors' memory now, at most, kept for reuse
+};
+MemoryStats memory_stats();
+
 void fill(const Tensor& out, double value);
 void copy(const Tensor& src, const Tensor& dst);
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta);
@@ -25,6 +33,16 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
 void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
 void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
 void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
+// The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, adam.cpp).
+void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& out, const Tensor& mean, const Tensor& rstd);
+void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                         const Tensor& dweight, const Tensor& dbias);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                 double weight_decay, bool decoupled_weight_decay, int64_t step);
 }  // namespace cpu
 
 }  // namespace sg

@@ -6,7 +6,9 @@
 // are neither (e.g. every other column) are copied first.
 #include <cblas.h>
 
+#include <algorithm>
 #include <climits>
+#include <vector>
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/blas.h"
@@ -49,6 +51,77 @@ BlasMatrix as_blas_matrix(const Tensor& m) {
   return out;
 }
 
+// Small products. OpenBLAS spends about 0.3 us per call before any arithmetic (argument checks,
+// buffer set-up, picking a kernel), and its small-matrix kernels are much slower when an operand
+// is transposed. Attention makes hundreds of tiny products per matmul ([10, 8]·[8, 10] per head
+// and sequence in the tiny config), so:
+//   - one row times a matrix (a decoding step: one query) is a plain loop here, 5x faster;
+//   - a transposed operand of a batched product is first copied into rows (its matrices are
+//     tiny), and OpenBLAS then multiplies untransposed matrices: 2x faster (bench_kernels).
+constexpr int64_t kPackElements = 256;  // bigger ones: OpenBLAS reads them faster in place
+
+template <typename T>
+void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
+                      int64_t N, int64_t K) {
+  if (b_cs == 1) {  // c = sum over k of a[k] * b[k, :]
+    std::fill(c, c + N, T(0));
+    for (int64_t k = 0; k < K; ++k) {
+      const T ak = a[k * a_cs];
+      const T* bk = b + k * b_rs;
+#pragma omp simd
+      for (int64_t j = 0; j < N; ++j) c[j] += ak * bk[j];
+    }
+    return;
+  }
+  for (int64_t j = 0; j < N; ++j) {  // b transposed: dot products
+    T acc = 0;
+    for (int64_t k = 0; k < K; ++k) acc += a[k * a_cs] * b[k * b_rs + j * b_cs];
+    c[j] = acc;
+  }
+}
+
+// Copies rows x cols of a transposed BLAS matrix into `dst` as plain rows.
+template <typename T>
+void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
+  }
+}
+
+// How many threads OpenBLAS may use for one product. Waking a second thread costs microseconds
+// (far more on a busy machine), so products under kMinThreadedFlops run on the calling thread
+// alone, whatever the thread setting; bigger ones get every thread set (set_blas_threads).
+constexpr double kMinThreadedFlops = 16e6;
+
+class BlasThreads {
+ public:
+  explicit BlasThreads(double flops) {
+    if (flops >= kMinThreadedFlops) return;
+    saved_ = openblas_get_num_threads();
+    if (saved_ > 1) openblas_set_num_threads(1);
+  }
+  ~BlasThreads() {
+    if (saved_ > 1) openblas_set_num_threads(saved_);
+  }
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
+template <typename T>
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
+               int64_t lda, const T* b, int64_t ldb, T* c) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, a, int(lda), b, int(ldb), 0.0f,
+                c, int(N));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, a, int(lda), b, int(ldb), 0.0,
+                c, int(N));
+  }
+}
+
 template <typename T>
 void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
@@ -60,17 +133,30 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   const T* pa = A.data.data_ptr<T>();
   const T* pb = B.data.data_ptr<T>();
   T* pc = out.data_ptr<T>();
+  if (M == 1) {
+    const int64_t a_cs = A.trans == CblasNoTrans ? 1 : A.ld;
+    const int64_t b_rs = B.trans == CblasNoTrans ? B.ld : 1;
+    const int64_t b_cs = B.trans == CblasNoTrans ? 1 : B.ld;
+    for (int64_t i = 0; i < batch; ++i) {
+      row_times_matrix(pa + i * A.batch_stride, a_cs, pb + i * B.batch_stride, b_rs, b_cs,
+                       pc + i * N, N, K);
+    }
+    return;
+  }
+  const bool pack_a = batch > 1 && A.trans == CblasTrans && M * K <= kPackElements;
+  const bool pack_b = batch > 1 && B.trans == CblasTrans && K * N <= kPackElements;
+  std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
+  T* packed_a = packed.data();
+  T* packed_b = packed.data() + (pack_a ? M * K : 0);
+  BlasThreads threads(2.0 * static_cast<double>(M * N * K));  // per product: they run one by one
   for (int64_t i = 0; i < batch; ++i) {
     const T* ai = pa + i * A.batch_stride;
     const T* bi = pb + i * B.batch_stride;
-    T* ci = pc + i * M * N;
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, A.trans, B.trans, int(M), int(N), int(K), 1.0f, ai, int(A.ld), bi,
-                  int(B.ld), 0.0f, ci, int(N));
-    } else {
-      cblas_dgemm(CblasRowMajor, A.trans, B.trans, int(M), int(N), int(K), 1.0, ai, int(A.ld), bi,
-                  int(B.ld), 0.0, ci, int(N));
-    }
+    if (pack_a) pack_rows(ai, A.ld, M, K, packed_a);
+    if (pack_b) pack_rows(bi, B.ld, K, N, packed_b);
+    blas_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
+              pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi, pack_b ? N : B.ld,
+              pc + i * M * N);
   }
 }
 

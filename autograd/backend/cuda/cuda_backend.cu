@@ -1,45 +1,326 @@
-// The CUDA backend. This version knows how to find a GPU and says clearly why it cannot be used;
-// the kernels (elementwise, reductions, cuBLAS gemm, softmax...) arrive with the CUDA backend
-// work described in docs/design.md. Until then any CUDA tensor is refused up front rather than
-// failing later inside a kernel.
+// The CUDA backend object: finds the GPUs, owns each device's allocator, cuBLAS handle and
+// bad-index record, and forwards every kernel to backend/cuda/<family>.cu after making the
+// device current.
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
+#include <mutex>
 #include <string>
 
+#include "autograd/backend/cuda/allocator.h"
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/cuda_check.h"
+#include "autograd/backend/cuda/launch.cuh"
 
 namespace sg {
 
 namespace {
 
+constexpr int kMaxDevices = 64;
+
+__global__ void probe_kernel(int* out) { *out = 1; }
+
+struct Probe {
+  int device_count = 0;
+  std::string reason;  // empty: usable
+};
+
 // The first device query decides: any error (no driver, no device, driver too old) means no GPU.
-std::string probe_cuda() {
-  int count = 0;
-  cudaError_t status = cudaGetDeviceCount(&count);
+// A GPU that answers must also run our kernels (they are built for compute capability 8.0 and
+// 9.0), so one tiny kernel is launched on device 0 and its result read back.
+Probe probe_cuda() {
+  Probe p;
+  cudaError_t status = cudaGetDeviceCount(&p.device_count);
   if (status != cudaSuccess) {
     cudaGetLastError();  // clear the sticky error so later calls are not confused by it
-    return fmt::format("no usable CUDA device: {}", cudaGetErrorString(status));
+    p.reason = fmt::format("no usable CUDA device: {}", cudaGetErrorString(status));
+    return p;
   }
-  if (count == 0) return "no CUDA device found";
-  return "";
+  if (p.device_count == 0) {
+    p.reason = "no CUDA device found";
+    return p;
+  }
+  int* flag = nullptr;
+  int result = 0;
+  status = cudaMalloc(&flag, sizeof(int));
+  if (status == cudaSuccess) {
+    probe_kernel<<<1, 1>>>(flag);
+    status = cudaGetLastError();
+    if (status == cudaSuccess) status = cudaMemcpy(&result, flag, sizeof(int), cudaMemcpyDefault);
+    cudaFree(flag);
+  }
+  if (status != cudaSuccess || result != 1) {
+    cudaGetLastError();
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    p.reason = fmt::format(
+        "CUDA device 0 ({}, compute capability {}.{}) cannot run scratchgrad's kernels (built "
+        "for 8.0 and 9.0): {}",
+        prop.name, prop.major, prop.minor, cudaGetErrorString(status));
+  }
+  return p;
 }
 
-const std::string& cuda_probe_result() {
-  static const std::string reason = probe_cuda();
-  return reason;
+const Probe& cuda_probe() {
+  static const Probe probe = probe_cuda();
+  return probe;
+}
+
+// Makes `device` current for the lifetime of the guard, and restores the previous one after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) : device_(device) {
+    SG_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device_) SG_CUDA_CHECK(cudaSetDevice(device_));
+  }
+  ~DeviceGuard() {
+    if (previous_ != device_) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int device_;
+  int previous_ = 0;
+};
+
+std::atomic<int64_t> device_to_host_copies{0};
+
+constexpr std::array<std::string_view, 4> kIndexOpNames = {"index_select", "index_add", "gather",
+                                                           "scatter_add"};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device)
+      : device_(device), name_(fmt::format("cuda:{}", device)), allocator_(device) {
+    DeviceGuard guard(device_);
+    void* record = nullptr;
+    SG_CUDA_CHECK(cudaHostAlloc(&record, sizeof(cuda::IndexErrorRecord), cudaHostAllocMapped));
+    host_record_ = static_cast<cuda::IndexErrorRecord*>(record);
+    *host_record_ = cuda::IndexErrorRecord{0, 0, 0, 0, 0};
+    void* device_record = nullptr;
+    SG_CUDA_CHECK(cudaHostGetDevicePointer(&device_record, record, 0));
+    SG_CUDA_CHECK(cudaMalloc(&error_slot_.claimed, sizeof(int)));
+    SG_CUDA_CHECK(cudaMemset(error_slot_.claimed, 0, sizeof(int)));
+    error_slot_.record = static_cast<cuda::IndexErrorRecord*>(device_record);
+  }
+
+  std::string_view name() const override { return name_; }
+
+  // ---- memory ----
+  void* allocate(size_t nbytes) override {
+    Scope scope(*this);
+    return allocator_.allocate(nbytes);
+  }
+  void deallocate(void* ptr, size_t /*nbytes*/) override { allocator_.deallocate(ptr); }
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes) override {
+    if (nbytes == 0) return;
+    Scope scope(*this);
+    // From pageable memory: returns once the data is staged, so host_src may change right after.
+    SG_CUDA_CHECK(cudaMemcpy(dst, host_src, nbytes, cudaMemcpyHostToDevice));
+  }
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes) override {
+    if (nbytes == 0) return;
+    Scope scope(*this);
+    ++device_to_host_copies;
+    // Waits for every kernel queued before it, which makes this the place where a deferred
+    // kernel error surfaces.
+    SG_CUDA_CHECK(cudaMemcpy(host_dst, src, nbytes, cudaMemcpyDeviceToHost));
+    throw_deferred_errors();
+  }
+
+  // ---- kernels ----
+  void fill(const Tensor& out, double value) override {
+    Scope scope(*this);
+    cuda::fill(out, value);
+  }
+  void copy(const Tensor& src, const Tensor& dst) override {
+    Scope scope(*this);
+    cuda::copy(src, dst);
+  }
+  void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) override {
+    Scope scope(*this);
+    cuda::unary(op, x, out, alpha, beta);
+  }
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    Scope scope(*this);
+    cuda::binary(op, a, b, out);
+  }
+  void where(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    Scope scope(*this);
+    cuda::where(c, a, b, out);
+  }
+  void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+              const Tensor& indices) override {
+    Scope scope(*this);
+    cuda::reduce(op, x, reduced_dims, out, indices);
+  }
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& out) override {
+    Scope scope(*this);
+    cuda::gemm(a, b, out);
+  }
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
+    Scope scope(*this);
+    cuda::softmax(x, dim, log, out);
+  }
+  void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
+                        const Tensor& out) override {
+    Scope scope(*this);
+    cuda::softmax_backward(grad, y, dim, log, out);
+  }
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+    Scope scope(*this);
+    cuda::index_select(x, dim, index, out);
+  }
+  void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override {
+    Scope scope(*this);
+    cuda::index_add(out, dim, index, src);
+  }
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+    Scope scope(*this);
+    cuda::gather(x, dim, index, out);
+  }
+  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
+                   const Tensor& src) override {
+    Scope scope(*this);
+    cuda::scatter_add(out, dim, index, src);
+  }
+
+  // ---- the optional fused kernels: all of them, each one pass ----
+  bool masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) override {
+    Scope scope(*this);
+    cuda::masked_softmax(x, mask, out);
+    return true;
+  }
+  bool layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                  const Tensor& out, const Tensor& mean, const Tensor& rstd) override {
+    Scope scope(*this);
+    cuda::layer_norm(x, weight, bias, eps, out, mean, rstd);
+    return true;
+  }
+  bool layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                           const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                           const Tensor& dweight, const Tensor& dbias) override {
+    Scope scope(*this);
+    cuda::layer_norm_backward(grad, x, mean, rstd, weight, dx, dweight, dbias);
+    return true;
+  }
+  bool adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                   double weight_decay, bool decoupled_weight_decay, int64_t step) override {
+    Scope scope(*this);
+    cuda::adam_update(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
+                      decoupled_weight_decay, step);
+    return true;
+  }
+
+  // ---- for the kernels and the tools in cuda_backend.h ----
+  cublasHandle_t cublas() {
+    std::call_once(cublas_once_, [this] {
+      SG_CUBLAS_CHECK(cublasCreate(&cublas_));
+      SG_CUBLAS_CHECK(cublasSetStream(cublas_, nullptr));  // the default stream, like the kernels
+    });
+    return cublas_;
+  }
+  cuda::IndexErrorSlot error_slot() const { return error_slot_; }
+  CudaMemoryStats memory_stats() const { return allocator_.stats(); }
+  void empty_cache() {
+    Scope scope(*this);
+    allocator_.empty_cache();
+  }
+  void synchronize() {
+    Scope scope(*this);
+    SG_CUDA_CHECK(cudaDeviceSynchronize());
+    throw_deferred_errors();
+  }
+
+ private:
+  // Every call: make the device current, and report a bad index that a kernel of an earlier call
+  // found (reading the mapped record costs no copy and no wait).
+  struct Scope {
+    explicit Scope(CudaBackend& backend) : guard(backend.device_) {
+      backend.throw_deferred_errors();
+    }
+    DeviceGuard guard;
+  };
+
+  void throw_deferred_errors() {
+    volatile cuda::IndexErrorRecord* r = host_record_;
+    if (r->ready == 0) return;
+    const cuda::IndexErrorRecord found{r->op, r->index, r->size, r->dim, 1};
+    // Re-arm: clear the host record, then (in stream order, after the failed kernel) the claim.
+    r->ready = 0;
+    SG_CUDA_CHECK(cudaMemsetAsync(error_slot_.claimed, 0, sizeof(int), nullptr));
+    SG_FAIL(
+        "{}: index {} is out of range for dim {} of size {} (found by a CUDA kernel, which runs "
+        "asynchronously: the error surfaces at a later call, here on {})",
+        kIndexOpNames.at(static_cast<size_t>(found.op)), found.index, found.dim, found.size, name_);
+  }
+
+  int device_;
+  std::string name_;
+  cuda::CachingAllocator allocator_;
+  std::once_flag cublas_once_;
+  cublasHandle_t cublas_ = nullptr;
+  cuda::IndexErrorRecord* host_record_ = nullptr;
+  cuda::IndexErrorSlot error_slot_{nullptr, nullptr};
+};
+
+// One backend per device, made on first use and never destroyed: tensors in static objects may
+// be freed after static destructors run, and the CUDA runtime may already be gone by then.
+std::array<std::atomic<CudaBackend*>, kMaxDevices> backends{};
+std::mutex backends_mutex;
+
+CudaBackend& backend_on(int index) {
+  CudaBackend* b = backends[static_cast<size_t>(index)].load(std::memory_order_acquire);
+  if (b != nullptr) return *b;
+  std::lock_guard<std::mutex> lock(backends_mutex);
+  b = backends[static_cast<size_t>(index)].load(std::memory_order_relaxed);
+  if (b == nullptr) {
+    b = new CudaBackend(index);
+    backends[static_cast<size_t>(index)].store(b, std::memory_order_release);
+  }
+  return *b;
+}
+
+CudaBackend& current_backend() {
+  int device = 0;
+  SG_CUDA_CHECK(cudaGetDevice(&device));
+  return backend_on(device);
 }
 
 }  // namespace
 
-// False until the kernels exist: a GPU alone is not enough to run scratchgrad ops on it.
-bool cuda_available() { return false; }
+bool cuda_available() { return cuda_probe().reason.empty(); }
 
-std::string cuda_unavailable_reason() {
-  if (!cuda_probe_result().empty()) return cuda_probe_result();
-  return "scratchgrad's CUDA kernels are not part of this version (CPU only for now)";
+std::string cuda_unavailable_reason() { return cuda_probe().reason; }
+
+Backend& cuda_backend(int index) {
+  const Probe& probe = cuda_probe();
+  SG_CHECK(probe.reason.empty(), "cuda:{}: {}", index, probe.reason);
+  SG_CHECK(index >= 0 && index < probe.device_count && index < kMaxDevices,
+           "cuda:{}: no such device (this machine has {} CUDA device{})", index, probe.device_count,
+           probe.device_count == 1 ? "" : "s");
+  return backend_on(index);
 }
 
-Backend& cuda_backend(int index) { SG_FAIL("cuda:{}: {}", index, cuda_unavailable_reason()); }
+CudaMemoryStats cuda_memory_stats(int index) {
+  return static_cast<CudaBackend&>(cuda_backend(index)).memory_stats();
+}
+
+void cuda_empty_cache(int index) { static_cast<CudaBackend&>(cuda_backend(index)).empty_cache(); }
+
+void cuda_synchronize(int index) { static_cast<CudaBackend&>(cuda_backend(index)).synchronize(); }
+
+int64_t cuda_device_to_host_copies() { return device_to_host_copies.load(); }
+
+namespace cuda {
+
+IndexErrorSlot index_error_slot() { return current_backend().error_slot(); }
+
+cublasHandle_t cublas_handle() { return current_backend().cublas(); }
+
+}  // namespace cuda
 
 }  // namespace sg

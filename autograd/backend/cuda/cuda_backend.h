@@ -1,11 +1,65 @@
-// The CUDA backend's entry point, used only by backend_for() in autograd/backend/backend.cpp.
+// The CUDA backend: every kernel of backend.h on an NVIDIA GPU. backend_for(Device::cuda(i)) in
+// autograd/backend/backend.cpp is its only user in the library; the functions below the entry
+// point are tools for tests and benchmarks (this header exists only in CUDA builds: include it
+// under #if SCRATCHGRAD_HAS_CUDA).
+//
+// The kernels live one family per file (elementwise.cu, reduce.cu, gemm.cu (cuBLAS), softmax.cu,
+// indexing.cu, and the fused layer_norm.cu and adam.cu), named like their CPU twins in
+// backend/cpu/. Everything runs on the device's
+// default stream, in order, so the host queues kernels without waiting for them; it waits for the
+// GPU when it reads data back (copy_to_host: Tensor::to(kCPU), item(), to_vector()) and, as CUDA
+// does for any copy from ordinary (pageable) host memory, when it uploads (copy_from_host).
 #pragma once
 
+#include <cstdint>
+
 #include "autograd/backend/backend.h"
+#include "autograd/backend/cuda/allocator.h"
 
 namespace sg {
 
 // The backend for CUDA device `index`; throws when no usable GPU answers.
 Backend& cuda_backend(int index);
+
+// The caching allocator's numbers for device `index` (see allocator.h).
+CudaMemoryStats cuda_memory_stats(int index = 0);
+// Gives device `index`'s cached free blocks back to the driver.
+void cuda_empty_cache(int index = 0);
+// Waits until device `index` has run everything queued; throws a kernel's deferred error (a bad
+// index in gather, say) here at the latest.
+void cuda_synchronize(int index = 0);
+// How many device-to-host copies the CUDA backend has made so far, on any device: each one
+// makes the host wait for the GPU, so a training step should make as few as possible.
+int64_t cuda_device_to_host_copies();
+
+// The kernels, called by the backend after it made the tensors' device current. Same contracts
+// as the Backend methods of the same names (autograd/backend/backend.h).
+namespace cuda {
+void fill(const Tensor& out, double value);
+void copy(const Tensor& src, const Tensor& dst);
+void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta);
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
+void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out);
+void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+            const Tensor& indices);
+void gemm(const Tensor& a, const Tensor& b, const Tensor& out);
+void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out);
+void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
+                      const Tensor& out);
+void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
+void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
+// The optional fused kernels (backend.h): softmax.cu, layer_norm.cu, adam.cu.
+void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& out, const Tensor& mean, const Tensor& rstd);
+void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                         const Tensor& dweight, const Tensor& dbias);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                 double weight_decay, bool decoupled_weight_decay, int64_t step);
+}  // namespace cuda
 
 }  // namespace sg

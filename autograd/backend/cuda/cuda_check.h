@@ -1,6 +1,10 @@
-// SG_CUDA_CHECK(call): throw sg::Error with file:line, the call and CUDA's error string.
+// SG_CUDA_CHECK(call) and SG_CUBLAS_CHECK(call): throw sg::Error with file:line, the call and the
+// library's error string. Every CUDA runtime and cuBLAS call in backend/cuda/ goes through one.
+// SG_CUDA_CHECK_LAUNCH() after a kernel launch reports a bad launch configuration at once (an
+// error inside the kernel shows up at the next synchronising call instead).
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "autograd/error.h"
@@ -13,3 +17,14 @@
                                       cudaGetErrorString(sg_cuda_status_)));                     \
     }                                                                                            \
   } while (false)
+
+#define SG_CUBLAS_CHECK(call)                                                                      \
+  do {                                                                                             \
+    cublasStatus_t sg_cublas_status_ = (call);                                                     \
+    if (sg_cublas_status_ != CUBLAS_STATUS_SUCCESS) {                                              \
+      throw ::sg::Error(::fmt::format("cublas: {} failed at {}:{}: {}", #call, __FILE__, __LINE__, \
+                                      cublasGetStatusString(sg_cublas_status_)));                  \
+    }                                                                                              \
+  } while (false)
+
+#define SG_CUDA_CHECK_LAUNCH() SG_CUDA_CHECK(cudaGetLastError())

@@ -162,8 +162,10 @@ TEST(IndexingEmbedding, NegativeIdsAreRejected) {
   // PyTorch raises for negative indices in embedding, index_select and gather; so do we.
   Tensor w = ones({4, 2});
   EXPECT_SG_ERROR(embedding(w, tensor({1, -1}, kInt64)), "embedding: token id -1 is out of range");
-  EXPECT_SG_ERROR(index_select(w, 0, tensor({-1}, kInt64)), "index_select: index -1 is out of range");
-  EXPECT_SG_ERROR(gather(w, 1, tensor({{-1}, {0}, {0}, {0}}, kInt64)), "gather: index -1 is out of range");
+  EXPECT_SG_ERROR(index_select(w, 0, tensor({-1}, kInt64)),
+                  "index_select: index -1 is out of range");
+  EXPECT_SG_ERROR(gather(w, 1, tensor({{-1}, {0}, {0}, {0}}, kInt64)),
+                  "gather: index -1 is out of range");
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Tests for autograd/ops/softmax.cpp: values against PyTorch (including logits of 1000 and rows
-// of -inf), gradients by gradcheck, and errors.
+// of -inf), gradients by gradcheck, and errors; masked_softmax against PyTorch and against the
+// composition it replaces (where, softmax, where), forward and backward.
 #include <cmath>
+#include <limits>
 
 #include "tests/support/golden.h"
 #include "tests/support/testing.h"
@@ -89,6 +91,90 @@ TEST(SoftmaxErrors, RejectsIntegerTensorsAndBadDims) {
                   "log_softmax: expected a floating point tensor, got bool");
   EXPECT_SG_ERROR(softmax(ones({2, 3}), 2), "softmax: dim 2 out of range for a 2-D tensor");
   EXPECT_SG_ERROR(log_softmax(ones({2, 3}), -3), "log_softmax: dim -3 out of range");
+}
+
+// ---- masked_softmax ----
+
+// What masked_softmax fuses, written with the ops it replaces (attention did exactly this).
+Tensor masked_softmax_composed(const Tensor& x, const Tensor& mask) {
+  Tensor lowest = full({}, std::numeric_limits<float>::lowest(), x.options());
+  return where(mask, softmax(where(mask, x, lowest), -1), zeros({}, x.options()));
+}
+
+TEST(SoftmaxMasked, MatchesPyTorch) {
+  for (const char* name : {"masked", "masked_padding", "masked_causal_long"}) {
+    const auto& c = golden("softmax", name);
+    EXPECT_TRUE(tensors_near(masked_softmax(c.input("x"), c.input("mask")), c.output("out"), 1e-6))
+        << name;
+  }
+}
+
+TEST(SoftmaxMasked, FullyMaskedRowsAreZeroNotNan) {
+  Tensor x = tensor({{1, 2, 3}, {-INFINITY, 0, 5}}).requires_grad_();
+  Tensor mask = from_vector(std::vector<bool>{false, false, false, true, true, false}, {2, 3});
+  Tensor y = masked_softmax(x, mask);
+  EXPECT_TRUE(tensors_near(y.select(0, 0), zeros({3}), 0, 0));
+  // Row 1 keeps -inf and 0: all the weight goes to the 0, none to the masked 5.
+  EXPECT_TRUE(tensors_near(y.select(0, 1), tensor({{0, 1, 0}}).view({3}), 0, 0));
+  (y * tensor({{1, 2, 3}, {4, 5, 6}})).sum().backward();
+  for (double g : x.grad().to_vector<double>()) EXPECT_EQ(g, 0.0);  // y is one-hot or zero
+}
+
+TEST(SoftmaxMasked, MatchesTheComposedOpsForwardAndBackward) {
+  // Short rows (the kernel's block path) and long ones; masks broadcast from several shapes.
+  for (int64_t S : {7, 45}) {
+    Tensor x = randn({2, 3, 4, S}).requires_grad_();
+    Tensor g = randn({2, 3, 4, S});
+    for (const Shape& mask_shape :
+         {Shape{2, 1, 1, S}, Shape{1, 1, 4, S}, Shape{4, S}, Shape{S}, Shape{2, 3, 4, S}}) {
+      Tensor mask = rand(mask_shape).lt(0.6);
+      Tensor xc = x.detach().requires_grad_();
+      Tensor y = masked_softmax(x, mask), yc = masked_softmax_composed(xc, mask);
+      EXPECT_TRUE(tensors_near(y, yc, 1e-6, 1e-5)) << S << " " << mask_shape.size();
+      x.set_grad(Tensor());
+      (y * g).sum().backward();
+      (yc * g).sum().backward();
+      EXPECT_TRUE(tensors_near(x.grad(), xc.grad(), 1e-6, 1e-5)) << S << " " << mask_shape.size();
+    }
+  }
+}
+
+TEST(SoftmaxMasked, NonLastDimAndNonContiguousInput) {
+  // Along dim 0 (the composed fallback) and on a transposed view (copied to rows first).
+  Tensor x = randn({5, 3});
+  Tensor mask = rand({5, 3}).lt(0.7);
+  Tensor along0 = masked_softmax(x, mask, 0);
+  EXPECT_TRUE(
+      tensors_near(along0, masked_softmax(x.t().contiguous(), mask.t().contiguous()).t(), 1e-6));
+  EXPECT_TRUE(tensors_near(masked_softmax(x.t(), mask.t()),
+                           masked_softmax_composed(x.t().contiguous(), mask.t()), 1e-6));
+}
+
+TEST(SoftmaxMasked, Gradcheck) {
+  Tensor mask = from_vector(std::vector<bool>{true, false, true, true, false, false, true, true,
+                                              true, false, true, false},
+                            {3, 4});
+  EXPECT_GRADCHECK([&](const auto& in) { return masked_softmax(in[0], mask); },
+                   {random_leaf({2, 3, 4})});
+  EXPECT_GRADCHECK([&](const auto& in) { return masked_softmax(in[0].transpose(0, 1), mask); },
+                   {random_leaf({3, 2, 4}, 1)});
+  EXPECT_GRADCHECK([&](const auto& in) { return masked_softmax(in[0], mask.t(), 0); },
+                   {random_leaf({4, 3}, 2)});
+}
+
+TEST(SoftmaxMasked, Errors) {
+  Tensor mask = ones({2, 3}, kBool);
+  EXPECT_SG_ERROR(masked_softmax(ones({2, 3}, kInt64), mask),
+                  "masked_softmax: expected a floating point tensor, got int64");
+  EXPECT_SG_ERROR(masked_softmax(ones({2, 3}), ones({2, 3})),
+                  "masked_softmax: mask must be a bool tensor, got float32");
+  EXPECT_SG_ERROR(masked_softmax(ones({2, 3}), ones({4, 3}, kBool)),
+                  "masked_softmax: shapes [4, 3] and [2, 3] cannot be broadcast");
+  EXPECT_SG_ERROR(
+      masked_softmax(ones({3}), ones({2, 3}, kBool)),
+      "masked_softmax: mask of shape [2, 3] cannot be broadcast to the input's shape [3]");
+  EXPECT_SG_ERROR(masked_softmax(ones({2, 3}), mask, 2),
+                  "masked_softmax: dim 2 out of range for a 2-D tensor");
 }
 
 }  // namespace

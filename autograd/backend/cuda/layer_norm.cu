@@ -1,0 +1,187 @@
+// CUDA layer normalisation over the last dim, forward and backward. The CUDA twin of
+// cpu/layer_norm.cpp (the formulas are there): a warp (rows up to 1024 values) or a block per row
+// for the statistics and dx, and a column kernel for dweight and dbias, the sums over rows.
+// Statistics accumulate in the element type (the CPU uses double); two passes, so no
+// cancellation in the variance.
+#include "autograd/backend/cuda/cuda_backend.h"
+#include "autograd/backend/cuda/launch.cuh"
+
+namespace sg::cuda {
+
+namespace {
+
+template <typename T, typename Group>
+__device__ void layer_norm_row(const T* x, const T* w, const T* b, T eps, T* y, T* mean_out,
+                               T* rstd_out, int64_t D, Group group) {
+  T sum = 0;
+  for (int64_t d = group.rank(); d < D; d += group.size()) sum += x[d];
+  const T mean = group.reduce(sum, SumOp{}, T(0)) / static_cast<T>(D);
+  T squares = 0;
+  for (int64_t d = group.rank(); d < D; d += group.size()) {
+    const T c = x[d] - mean;
+    squares += c * c;
+  }
+  const T var = group.reduce(squares, SumOp{}, T(0)) / static_cast<T>(D);
+  const T rstd = T(1) / dev_sqrt(var + eps);
+  if (group.rank() == 0) {
+    *mean_out = mean;
+    *rstd_out = rstd;
+  }
+  for (int64_t d = group.rank(); d < D; d += group.size()) {
+    T v = (x[d] - mean) * rstd;
+    if (w != nullptr) v *= w[d];
+    if (b != nullptr) v += b[d];
+    y[d] = v;
+  }
+}
+
+// dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)) with x̂ = (x - mean) · rstd, ĝ = g · w.
+template <typename T, typename Group>
+__device__ void layer_norm_backward_row(const T* g, const T* x, T mean, T rstd, const T* w, T* dx,
+                                        int64_t D, Group group) {
+  T sum_g = 0, sum_gx = 0;
+  for (int64_t d = group.rank(); d < D; d += group.size()) {
+    const T xhat = (x[d] - mean) * rstd;
+    const T ghat = w != nullptr ? g[d] * w[d] : g[d];
+    sum_g += ghat;
+    sum_gx += ghat * xhat;
+  }
+  const T a = group.reduce(sum_g, SumOp{}, T(0)) / static_cast<T>(D);
+  const T c = group.reduce(sum_gx, SumOp{}, T(0)) / static_cast<T>(D);
+  for (int64_t d = group.rank(); d < D; d += group.size()) {
+    const T xhat = (x[d] - mean) * rstd;
+    const T ghat = w != nullptr ? g[d] * w[d] : g[d];
+    dx[d] = rstd * (ghat - a - xhat * c);
+  }
+}
+
+struct Rows {
+  int64_t rows, D;
+};
+
+template <typename T, typename Group>
+__global__ void layer_norm_kernel(const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* rstd,
+                                  Rows s) {
+  for (int64_t r = Group::first_row(); r < s.rows; r += Group::row_step()) {
+    layer_norm_row(x + r * s.D, w, b, eps, y + r * s.D, mean + r, rstd + r, s.D, Group{});
+  }
+}
+
+template <typename T, typename Group>
+__global__ void layer_norm_backward_kernel(const T* g, const T* x, const T* mean, const T* rstd,
+                                           const T* w, T* dx, Rows s) {
+  for (int64_t r = Group::first_row(); r < s.rows; r += Group::row_step()) {
+    layer_norm_backward_row(g + r * s.D, x + r * s.D, mean[r], rstd[r], w, dx + r * s.D, s.D,
+                            Group{});
+  }
+}
+
+// dweight = Σ_rows g · x̂ and dbias = Σ_rows g: threadIdx.x picks the column (neighbouring threads
+// read neighbouring addresses), threadIdx.y a share of the rows, added up in shared memory.
+constexpr int kColumns = 32, kRowShares = 16;
+
+template <typename T>
+__global__ void layer_norm_param_grads_kernel(const T* g, const T* x, const T* mean, const T* rstd,
+                                              T* dweight, T* dbias, Rows s) {
+  __shared__ T partial_w[kRowShares][kColumns];
+  __shared__ T partial_b[kRowShares][kColumns];
+  const int64_t d = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
+  const bool active = d < s.D;  // no early return: every thread reaches __syncthreads
+  T acc_w = 0, acc_b = 0;
+  if (active) {
+    for (int64_t r = threadIdx.y; r < s.rows; r += kRowShares) {
+      const T gv = g[r * s.D + d];
+      acc_b += gv;
+      acc_w += gv * ((x[r * s.D + d] - mean[r]) * rstd[r]);
+    }
+  }
+  partial_w[threadIdx.y][threadIdx.x] = acc_w;
+  partial_b[threadIdx.y][threadIdx.x] = acc_b;
+  __syncthreads();
+  if (threadIdx.y == 0 && active) {
+    for (int k = 1; k < kRowShares; ++k) {
+      acc_w += partial_w[k][threadIdx.x];
+      acc_b += partial_b[k][threadIdx.x];
+    }
+    if (dweight != nullptr) dweight[d] = acc_w;
+    if (dbias != nullptr) dbias[d] = acc_b;
+  }
+}
+
+// Launches kernel<Warp or Block> over s.rows rows with the right block shape.
+template <typename WarpLaunch, typename BlockLaunch>
+void launch_rows(Rows s, WarpLaunch warp_launch, BlockLaunch block_launch) {
+  if (s.D <= kWarpRowLimit) {
+    const dim3 block(kWarpSize, kRowsPerWarpBlock);
+    const auto grid = static_cast<unsigned>(
+        std::min<int64_t>(ceil_div(s.rows, kRowsPerWarpBlock), kMaxBlocks * 16));
+    warp_launch(grid, block);
+  } else {
+    const auto grid = static_cast<unsigned>(std::min<int64_t>(s.rows, kMaxBlocks * 16));
+    block_launch(grid, dim3(static_cast<unsigned>(block_threads_for(s.D))));
+  }
+  SG_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+template <typename T>
+T* mutable_data_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+}  // namespace
+
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+  const int64_t D = x.size(-1);
+  const Rows s{D == 0 ? 0 : x.numel() / D, D};
+  if (s.rows == 0) return;
+  dispatch_floating("layer_norm", x.dtype(), [&]<typename T>() {
+    const T* px = x.data_ptr<T>();
+    const T *w = data_or_null<T>(weight), *b = data_or_null<T>(bias);
+    T *py = out.data_ptr<T>(), *pm = mean.data_ptr<T>(), *pr = rstd.data_ptr<T>();
+    const T e = static_cast<T>(eps);
+    launch_rows(
+        s,
+        [&](dim3 grid, dim3 block) {
+          layer_norm_kernel<T, WarpGroup><<<grid, block>>>(px, w, b, e, py, pm, pr, s);
+        },
+        [&](dim3 grid, dim3 block) {
+          layer_norm_kernel<T, BlockGroup><<<grid, block>>>(px, w, b, e, py, pm, pr, s);
+        });
+  });
+}
+
+void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                         const Tensor& dweight, const Tensor& dbias) {
+  const int64_t D = x.size(-1);
+  const Rows s{D == 0 ? 0 : x.numel() / D, D};
+  dispatch_floating("layer_norm_backward", x.dtype(), [&]<typename T>() {
+    const T *pg = grad.data_ptr<T>(), *px = x.data_ptr<T>();
+    const T *pm = mean.data_ptr<T>(), *pr = rstd.data_ptr<T>(), *w = data_or_null<T>(weight);
+    if (dx.defined() && s.rows > 0) {
+      T* pdx = dx.data_ptr<T>();
+      launch_rows(
+          s,
+          [&](dim3 grid, dim3 block) {
+            layer_norm_backward_kernel<T, WarpGroup><<<grid, block>>>(pg, px, pm, pr, w, pdx, s);
+          },
+          [&](dim3 grid, dim3 block) {
+            layer_norm_backward_kernel<T, BlockGroup><<<grid, block>>>(pg, px, pm, pr, w, pdx, s);
+          });
+    }
+    if ((dweight.defined() || dbias.defined()) && D > 0) {
+      const dim3 block(kColumns, kRowShares);
+      const auto grid = static_cast<unsigned>(ceil_div(D, kColumns));
+      layer_norm_param_grads_kernel<<<grid, block>>>(
+          pg, px, pm, pr, mutable_data_or_null<T>(dweight), mutable_data_or_null<T>(dbias), s);
+      SG_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace sg::cuda

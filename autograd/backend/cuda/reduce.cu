@@ -1,0 +1,191 @@
+// CUDA reductions: sum, max, min over the trailing `reduced_dims` dims of a strided view. The
+// CUDA twin of cpu/reduce.cpp, with two ways to share out the work, chosen by where the reduced
+// elements lie in memory:
+//
+//   rows:    one block per output element, its threads striding through the reduced elements
+//            (they are adjacent in memory: x.sum(-1), softmax's statistics, a whole-tensor sum);
+//   columns: adjacent threads own adjacent output elements and walk the reduced dims together
+//            (the reduced elements are far apart but neighbouring outputs are neighbours: a bias
+//            gradient, g [B*T, D] summed over dim 0, which is most of sum_to's work).
+//
+// Either way each thread reads memory that its warp's neighbours read next to it (coalesced).
+// Float sums accumulate in the element type, as PyTorch does on the GPU (the CPU backend uses
+// double); the tree order keeps the error to a few ulps times log2(n).
+#include <type_traits>
+
+#include "autograd/backend/cuda/cuda_backend.h"
+#include "autograd/backend/cuda/launch.cuh"
+
+namespace sg::cuda {
+
+namespace {
+
+// A candidate for max/min: the value and its position among the reduced elements (row-major);
+// index -1 is "none yet". (No constructors: it lives in __shared__ memory.)
+template <typename T>
+struct Extreme {
+  T value;
+  int64_t index;
+};
+
+template <typename T>
+__device__ Extreme<T> shfl_xor(Extreme<T> v, int lane_mask) {
+  return {sg::cuda::shfl_xor(v.value, lane_mask), sg::cuda::shfl_xor(v.index, lane_mask)};
+}
+
+// The better of two candidates, as cpu/reduce.cpp picks them: a NaN beats everything (the first
+// NaN wins), then the larger (max) or smaller (min) value, then the earlier position. A total
+// order, so it can combine partial results in any grouping.
+template <typename T>
+struct PickExtreme {
+  bool want_max;
+  __device__ Extreme<T> operator()(Extreme<T> a, Extreme<T> b) const {
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    const bool a_nan = dev_isnan(a.value), b_nan = dev_isnan(b.value);
+    if (a_nan || b_nan) {
+      if (a_nan && b_nan) return a.index < b.index ? a : b;
+      return a_nan ? a : b;
+    }
+    if (a.value == b.value) return a.index < b.index ? a : b;
+    return (want_max ? a.value > b.value : a.value < b.value) ? a : b;
+  }
+};
+
+struct ReduceArgs {
+  ReduceOp op;
+  StridedLayout<1> outer;  // where each output element's block of x starts
+  StridedLayout<1> inner;  // where each reduced element lies within a block
+  int64_t n_out, n_in;
+};
+
+// rows: block b reduces output elements b, b + gridDim.x, ...
+template <typename T>
+__global__ void reduce_rows_kernel(ReduceArgs args, const T* x, T* out, int64_t* indices) {
+  for (int64_t o = blockIdx.x; o < args.n_out; o += gridDim.x) {
+    int64_t start[1];
+    args.outer.offsets(o, start);
+    const T* block = x + start[0];
+    if (args.op == ReduceOp::Sum) {
+      T acc = T(0);
+      for (int64_t j = threadIdx.x; j < args.n_in; j += blockDim.x) {
+        int64_t at[1];
+        args.inner.offsets(j, at);
+        acc += block[at[0]];
+      }
+      acc = block_reduce(acc, SumOp{}, T(0));
+      if (threadIdx.x == 0) out[o] = acc;
+    } else {
+      const PickExtreme<T> pick{args.op == ReduceOp::Max};
+      Extreme<T> best{T(0), -1};
+      for (int64_t j = threadIdx.x; j < args.n_in; j += blockDim.x) {
+        int64_t at[1];
+        args.inner.offsets(j, at);
+        best = pick(best, Extreme<T>{block[at[0]], j});
+      }
+      best = block_reduce(best, pick, Extreme<T>{T(0), -1});
+      if (threadIdx.x == 0) {
+        out[o] = best.value;
+        if (indices != nullptr) indices[o] = best.index;
+      }
+    }
+  }
+}
+
+// columns: a block of kColumns x blockDim.y threads; threadIdx.x picks the output element,
+// threadIdx.y a share of the reduced elements, and the shares are added up in shared memory.
+constexpr int kColumns = 32;
+constexpr int kMaxRowsPerColumn = 16;
+
+template <typename T>
+__global__ void reduce_columns_kernel(ReduceArgs args, const T* x, T* out, int64_t* indices) {
+  __shared__ Extreme<T> partial[kMaxRowsPerColumn][kColumns];
+  const int64_t o = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
+  const bool active = o < args.n_out;  // no early return: every thread reaches __syncthreads
+  int64_t start[1] = {0};
+  if (active) args.outer.offsets(o, start);
+  const T* block = x + start[0];
+  const PickExtreme<T> pick{args.op == ReduceOp::Max};
+  Extreme<T> mine{T(0), args.op == ReduceOp::Sum ? 0 : -1};
+  if (active) {
+    for (int64_t j = threadIdx.y; j < args.n_in; j += blockDim.y) {
+      int64_t at[1];
+      args.inner.offsets(j, at);
+      if (args.op == ReduceOp::Sum) {
+        mine.value += block[at[0]];
+      } else {
+        mine = pick(mine, Extreme<T>{block[at[0]], j});
+      }
+    }
+  }
+  partial[threadIdx.y][threadIdx.x] = mine;
+  __syncthreads();
+  if (threadIdx.y == 0 && active) {
+    Extreme<T> total = partial[0][threadIdx.x];
+    for (int r = 1; r < static_cast<int>(blockDim.y); ++r) {
+      const Extreme<T> next = partial[r][threadIdx.x];
+      if (args.op == ReduceOp::Sum) {
+        total.value += next.value;
+      } else {
+        total = pick(total, next);
+      }
+    }
+    out[o] = total.value;
+    if (indices != nullptr && args.op != ReduceOp::Sum) indices[o] = total.index;
+  }
+}
+
+template <typename T>
+void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+                  const Tensor& indices) {
+  const Shape outer(x.shape().begin(), x.shape().end() - reduced_dims);
+  const Strides outer_strides(x.strides().begin(), x.strides().end() - reduced_dims);
+  const Shape inner(x.shape().end() - reduced_dims, x.shape().end());
+  const Strides inner_strides(x.strides().end() - reduced_dims, x.strides().end());
+  ReduceArgs args{op, make_layout<1>(op_name(op), outer, {&outer_strides}),
+                  make_layout<1>(op_name(op), inner, {&inner_strides}), numel_of(outer),
+                  numel_of(inner)};
+  if (args.n_out == 0) return;
+  if (args.n_in == 0) return fill(out, 0.0);  // a sum of nothing (max/min were refused)
+  T* o = out.data_ptr<T>();
+  int64_t* idx = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+  const T* px = x.data_ptr<T>();
+
+  // Columns when neighbouring outputs are neighbours in memory but reduced elements are not, or
+  // when there are too few reduced elements to keep a block busy.
+  const int64_t inner_step = args.inner.strides[0][args.inner.ndim - 1];
+  const int64_t outer_step = args.outer.strides[0][args.outer.ndim - 1];
+  const bool columns =
+      args.n_out > 1 && ((outer_step == 1 && inner_step != 1) || args.n_in < kWarpSize);
+  if (columns) {
+    const int rows =
+        static_cast<int>(std::min<int64_t>(next_power_of_two(args.n_in), kMaxRowsPerColumn));
+    const dim3 block(kColumns, static_cast<unsigned>(rows));
+    const auto grid = static_cast<unsigned>(ceil_div(args.n_out, kColumns));
+    reduce_columns_kernel<<<grid, block>>>(args, px, o, idx);
+  } else {
+    const int threads =
+        static_cast<int>(std::clamp<int64_t>(next_power_of_two(args.n_in), kWarpSize, 512));
+    const auto grid = static_cast<unsigned>(std::min<int64_t>(args.n_out, kMaxBlocks * 16));
+    reduce_rows_kernel<<<grid, threads>>>(args, px, o, idx);
+  }
+  SG_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+            const Tensor& indices) {
+  SG_CHECK(
+      op == ReduceOp::Sum || numel_of(Shape(x.shape().end() - reduced_dims, x.shape().end())) > 0,
+      "{}: cannot reduce over an empty dimension (shape {})", op_name(op), x.shape());
+  dispatch_dtype(op_name(op), x.dtype(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      SG_FAIL("{}: not defined for bool tensors", op_name(op));
+    } else {
+      reduce_typed<T>(op, x, reduced_dims, out, indices);
+    }
+  });
+}
+
+}  // namespace sg::cuda

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The GPU numbers of issue 6 in one command, on a machine with an NVIDIA GPU:
+#   bash bench/gpu/run.sh                          # tiny, annotated and medium, 300 steps each
+#   PRESETS="tiny" STEPS=500 bash bench/gpu/run.sh
+#
+# 1. builds scratchgrad with CUDA (Release) in $BUILD_DIR (default build-gpu);
+# 2. for each copy-task preset, trains `copy_task train --device cuda` for $STEPS steps and the
+#    same model in PyTorch eager (bench/gpu/torch_copy_task.py) on the same GPU, one after the
+#    other, and takes the median ms per training step of each;
+# 3. runs bench_gpu_kernels (softmax, layer_norm, cross-entropy bandwidth vs cudaMemcpy);
+# 4. appends a dated section with the GPU, the table and the raw JSON paths to
+#    bench/gpu/RESULTS.md.
+# Raw results stay in bench/gpu/runs/<date>/ (JSON per side and preset, logs).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/env.sh
+
+presets=${PRESETS:-tiny annotated medium}
+steps=${STEPS:-300}
+build_dir=${BUILD_DIR:-build-gpu}
+python=${PYTHON:-python3}
+stamp=$(date -u +%Y-%m-%dT%H-%M-%SZ)
+out=bench/gpu/runs/$stamp
+mkdir -p "$out"
+scratch=$(mktemp -d)  # checkpoints of the benchmark runs (not kept)
+trap 'rm -rf "$scratch"' EXIT
+
+command -v nvidia-smi >/dev/null && nvidia-smi -L | tee "$out/gpu.txt" || echo "(no nvidia-smi)" >"$out/gpu.txt"
+gpu=$(head -n 1 "$out/gpu.txt")
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSCRATCHGRAD_CUDA=ON \
+  -DSCRATCHGRAD_BUILD_TESTS=OFF >"$out/cmake.log"
+cmake --build "$build_dir" --parallel "$jobs" --target copy_task bench_gpu_kernels >"$out/build.log"
+bin=$build_dir/examples/copy_task/copy_task
+
+median_of() {  # median_of FILE: the median_ms_per_step of a JSON file, or "n/a"
+  "$python" -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["median_ms_per_step"])' \
+    "$1" 2>/dev/null || echo "n/a"
+}
+
+rows=""
+for preset in $presets; do
+  echo "==== $preset: scratchgrad, $steps steps on the GPU ===="
+  "$bin" train --preset "$preset" --device cuda --steps "$steps" --eval-every "$steps" \
+    --eval-samples 20 --final-samples 20 --checkpoint-every 0 --quiet \
+    --metrics-json "$out/sg_$preset.json" --out "$scratch/sg_$preset" 2>&1 |
+    tee "$out/sg_$preset.log" || echo "scratchgrad failed on $preset: see $out/sg_$preset.log"
+  echo "==== $preset: PyTorch eager, $steps steps on the GPU ===="
+  "$python" bench/gpu/torch_copy_task.py --preset "$preset" --steps "$steps" \
+    --json "$out/torch_$preset.json" 2>&1 | tee "$out/torch_$preset.log" || true
+  sg_ms=$(median_of "$out/sg_$preset.json")
+  torch_ms=$(median_of "$out/torch_$preset.json")
+  ratio=$("$python" -c 'import sys
+try: print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))
+except ValueError: print("n/a")' "$sg_ms" "$torch_ms")
+  rows+="| $preset | $sg_ms | $torch_ms | $ratio |"$'\n'
+done
+
+echo "==== kernel bandwidth ===="
+"$build_dir/bench/gpu/bench_gpu_kernels" --json "$out/kernels.json" | tee "$out/kernels.txt"
+
+torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo "not installed")
+{
+  echo
+  echo "## $stamp: $gpu"
+  echo
+  echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)'),"
+  echo "PyTorch $torch_version, $steps training steps per preset, median ms per step (lower is"
+  echo "better; sg/torch < 1 means scratchgrad is faster). Raw results: \`$out/\`."
+  echo
+  echo "| preset | scratchgrad ms/step | PyTorch eager ms/step | sg/torch |"
+  echo "| --- | --- | --- | --- |"
+  printf '%s' "$rows"
+  echo
+  echo '```'
+  cat "$out/kernels.txt"
+  echo '```'
+} >>bench/gpu/RESULTS.md
+echo
+echo "Appended to bench/gpu/RESULTS.md"
