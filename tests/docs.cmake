@@ -11,7 +11,12 @@ if(EXISTS ${SG_DEBIAN_PYTHON})
   add_test(NAME docs.snippets
            COMMAND ${SG_DEBIAN_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/docs_snippets.py --check)
   set_tests_properties(docs.snippets PROPERTIES LABELS docs)
-  if(SCRATCHGRAD_BUILD_EXAMPLES AND SG_DOT_PROGRAM AND NOT SCRATCHGRAD_SANITIZE)
+  # The outputs check compares trained-model figures exactly, so it depends on the machine's
+  # floating-point path (OpenBLAS kernels): opt in with -DSCRATCHGRAD_DOCS_OUTPUTS_TEST=ON, or run
+  # `bash scripts/docs_outputs.sh --check` after changing an example.
+  option(SCRATCHGRAD_DOCS_OUTPUTS_TEST "ctest reruns the examples and compares the docs outputs" OFF)
+  if(SCRATCHGRAD_DOCS_OUTPUTS_TEST AND SCRATCHGRAD_BUILD_EXAMPLES AND SG_DOT_PROGRAM
+     AND NOT SCRATCHGRAD_SANITIZE)
     add_test(NAME docs.outputs
              COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/docs_outputs.sh --build-dir
                      ${CMAKE_BINARY_DIR} --check)
