@@ -48,8 +48,10 @@ void Node::release() {
   released_ = true;
 }
 
-SavedTensor::SavedTensor(const Tensor& t) : tensor_(t.defined() ? t.detach() : t) {
-  if (t.defined()) version_ = t.version();
+SavedTensor::SavedTensor(const Tensor& t) {
+  if (!t.defined() || !is_grad_enabled()) return;
+  tensor_ = t.detach();
+  version_ = t.version();
 }
 
 const Tensor& SavedTensor::get() const {
@@ -61,6 +63,14 @@ const Tensor& SavedTensor::get() const {
 }
 
 bool needs_graph(std::initializer_list<Tensor> inputs) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+bool needs_graph(const std::vector<Tensor>& inputs) {
   if (!is_grad_enabled()) return false;
   for (const Tensor& t : inputs) {
     if (t.defined() && t.requires_grad()) return true;
@@ -91,11 +101,6 @@ Tensor record(std::string name, Tensor out, const std::vector<Tensor>& inputs,
       std::make_shared<Node>(std::move(name), std::move(edges), std::move(backward), out.shape());
   impl->requires_grad = true;
   return out;
-}
-
-Tensor record(std::string name, Tensor out, std::initializer_list<Tensor> inputs,
-              BackwardFn backward) {
-  return record(std::move(name), std::move(out), std::vector<Tensor>(inputs), std::move(backward));
 }
 
 }  // namespace sg

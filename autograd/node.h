@@ -25,6 +25,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -69,7 +70,9 @@ class Node {
   bool released_ = false;
 };
 
-// A tensor saved for backward, with the version it had (Note [Version counter]).
+// A tensor saved for backward, with the version it had (Note [Version counter]). With grad mode
+// off no node can be recorded, so it saves nothing (an op's backward lambda, built either way, is
+// then thrown away: saving would only cost an allocation per op).
 class SavedTensor {
  public:
   SavedTensor() = default;
@@ -83,11 +86,26 @@ class SavedTensor {
 
 // True when an op with these inputs must record a node (grad mode on and an input requires grad).
 bool needs_graph(std::initializer_list<Tensor> inputs);
+bool needs_graph(const std::vector<Tensor>& inputs);
 
 // Attaches a node for `out` if needs_graph(inputs); returns `out` either way. `inputs` may hold
 // undefined tensors (optional operands); they get empty edges.
-Tensor record(std::string name, Tensor out, std::initializer_list<Tensor> inputs,
-              BackwardFn backward);
 Tensor record(std::string name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+// The same for a backward lambda, which ops pass: a template, so that when no graph is recorded
+// (inference, NoGradGuard, optimizer steps, backward functions themselves) the lambda is never
+// turned into a std::function, which allocates, on every op call.
+template <typename F>
+Tensor record(std::string_view name, Tensor out, std::initializer_list<Tensor> inputs,
+              F&& backward) {
+  if (!needs_graph(inputs)) return out;
+  return record(std::string(name), std::move(out), std::vector<Tensor>(inputs),
+                BackwardFn(std::forward<F>(backward)));
+}
+template <typename F>
+Tensor record(std::string_view name, Tensor out, const std::vector<Tensor>& inputs, F&& backward) {
+  if (!needs_graph(inputs)) return out;
+  return record(std::string(name), std::move(out), inputs, BackwardFn(std::forward<F>(backward)));
+}
 
 }  // namespace sg

@@ -163,7 +163,7 @@ Tensor extreme(std::string_view op, ReduceOp kind, const Tensor& x,
   Tensor out_kept = run_reduce(kind, x, reduced);
   Tensor out = keepdim ? out_kept : out_kept.view(reduced_shape(x.shape(), reduced, false));
 
-  return record(std::string(op), out, {x},
+  return record(op, out, {x},
                 [sx = SavedTensor(x), sy = SavedTensor(out_kept), reduced](const Tensor& g) {
                   const Tensor& x_ = sx.get();
                   const Tensor& y = sy.get();
@@ -204,7 +204,7 @@ std::pair<Tensor, Tensor> extreme_along(std::string_view op, ReduceOp kind, cons
     values = values.view(squeezed);
     indices = indices.view(squeezed);
   }
-  values = record(std::string(op), values, {x},
+  values = record(op, values, {x},
                   [si = SavedTensor(indices), keep_shape, d, x_shape = x.shape()](const Tensor& g) {
                     Tensor index = si.get().reshape(keep_shape).contiguous();
                     Tensor dx = zeros(x_shape, g.options());

@@ -28,7 +28,7 @@ Tensor softmax_along(std::string_view op, const Tensor& x, int64_t dim, bool log
   Tensor out = empty(x.shape(), x.options());
   backend_for(x.device()).softmax(input, d, log, out);
 
-  return record(std::string(op), out, {x}, [sy = SavedTensor(out), d, log](const Tensor& g) {
+  return record(op, out, {x}, [sy = SavedTensor(out), d, log](const Tensor& g) {
     const Tensor& y = sy.get();
     Tensor dx = empty(y.shape(), y.options());
     backend_for(y.device()).softmax_backward(g.contiguous(), y, d, log, dx);

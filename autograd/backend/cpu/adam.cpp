@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/parallel.h"
 
 namespace sg::cpu {
 
@@ -34,18 +35,20 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   const T e = static_cast<T>(eps), step_size = static_cast<T>(-lr / bias_correction1);
   const bool coupled_decay = weight_decay != 0.0 && !decoupled;
   const bool decoupled_decay = weight_decay != 0.0 && decoupled;
+  parallel_for(n, kParallelGrain, [&](int64_t lo, int64_t hi) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    T pi = p[i];
-    if (decoupled_decay) pi = pi * decay;
-    const T gi = coupled_decay ? g[i] + pi * wd : g[i];
-    const T mi = m[i] * b1 + gi * one_minus_b1;
-    const T vi = v[i] * b2 + (gi * gi) * one_minus_b2;
-    const T denom = std::sqrt(vi) / sqrt_bc2 + e;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] = pi + (mi / denom) * step_size;
-  }
+    for (int64_t i = lo; i < hi; ++i) {
+      T pi = p[i];
+      if (decoupled_decay) pi = pi * decay;
+      const T gi = coupled_decay ? g[i] + pi * wd : g[i];
+      const T mi = m[i] * b1 + gi * one_minus_b1;
+      const T vi = v[i] * b2 + (gi * gi) * one_minus_b2;
+      const T denom = std::sqrt(vi) / sqrt_bc2 + e;
+      m[i] = mi;
+      v[i] = vi;
+      p[i] = pi + (mi / denom) * step_size;
+    }
+  });
 }
 
 }  // namespace

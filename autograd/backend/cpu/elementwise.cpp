@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/parallel.h"
 #include "autograd/backend/cpu/strided_loop.h"
 
 namespace sg::cpu {
@@ -246,9 +247,7 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
   }
 }
 
-}  // namespace
-
-void fill(const Tensor& out, double value) {
+void fill_serial(const Tensor& out, double value) {
   dispatch_dtype("fill", out.dtype(), [&]<typename T>() {
     T v = static_cast<T>(value);
     T* o = out.data_ptr<T>();
@@ -260,7 +259,7 @@ void fill(const Tensor& out, double value) {
   });
 }
 
-void copy(const Tensor& src, const Tensor& dst) {
+void copy_serial(const Tensor& src, const Tensor& dst) {
   dispatch_dtype("copy", dst.dtype(), [&]<typename D>() {
     dispatch_dtype("copy", src.dtype(), [&]<typename S>() {
       map1<D, S>(src, dst, [](S v) { return static_cast<D>(v); });
@@ -268,7 +267,7 @@ void copy(const Tensor& src, const Tensor& dst) {
   });
 }
 
-void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
+void unary_serial(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
   if (op == UnaryOp::LogicalNot) {
     return dispatch_dtype("logical_not", x.dtype(), [&]<typename T>() {
       map1<bool, T>(x, out, [](T v) { return v == T(0); });
@@ -278,11 +277,11 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double 
                  [&]<typename T>() { unary_typed<T>(op, x, out, alpha, beta); });
 }
 
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+void binary_serial(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   dispatch_dtype(op_name(op), a.dtype(), [&]<typename T>() { binary_typed<T>(op, a, b, out); });
 }
 
-void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) {
+void where_serial(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) {
   dispatch_dtype("where", out.dtype(), [&]<typename T>() {
     const uint8_t* c = elements<bool>(condition);
     const Bytes<T>* pa = elements<T>(a);
@@ -323,6 +322,37 @@ void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tens
           }
         });
   });
+}
+
+}  // namespace
+
+// The kernels proper: large tensors are split by rows (dim 0) over the thread pool (parallel.h);
+// every operand was broadcast to out's shape by the op, so rows_of cuts them alike.
+template <typename F>  // f(rows): the kernel on a block of rows, given as a function of a tensor
+void over_rows(const Tensor& out, F&& f) {
+  const int64_t n = out.dim() == 0 ? 1 : out.size(0), numel = out.numel();
+  if (out.dim() == 0 || n < 2 || numel < 2 * kParallelGrain) {
+    return f([](const Tensor& t) -> const Tensor& { return t; });
+  }
+  parallel_for(n, std::max<int64_t>(1, kParallelGrain / (numel / n)), [&](int64_t lo, int64_t hi) {
+    f([lo, hi](const Tensor& t) { return rows_of(t, lo, hi); });
+  });
+}
+
+void fill(const Tensor& out, double value) {
+  over_rows(out, [&](auto rows) { fill_serial(rows(out), value); });
+}
+void copy(const Tensor& src, const Tensor& dst) {
+  over_rows(dst, [&](auto rows) { copy_serial(rows(src), rows(dst)); });
+}
+void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
+  over_rows(out, [&](auto rows) { unary_serial(op, rows(x), rows(out), alpha, beta); });
+}
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  over_rows(out, [&](auto rows) { binary_serial(op, rows(a), rows(b), rows(out)); });
+}
+void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) {
+  over_rows(out, [&](auto rows) { where_serial(rows(condition), rows(a), rows(b), rows(out)); });
 }
 
 }  // namespace sg::cpu

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/parallel.h"
 #include "autograd/blas.h"
 #include "autograd/factory.h"
 
@@ -110,6 +111,11 @@ class BlasThreads {
   int saved_ = 0;
 };
 
+// Products of `work` multiply-adds each that make one grain of the thread pool (parallel.h).
+int64_t products_per_grain(int64_t work) {
+  return std::max<int64_t>(1, kParallelGrain * 8 / std::max<int64_t>(work, 1));
+}
+
 template <typename T>
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
                int64_t lda, const T* b, int64_t ldb, T* c) {
@@ -137,27 +143,37 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
     const int64_t a_cs = A.trans == CblasNoTrans ? 1 : A.ld;
     const int64_t b_rs = B.trans == CblasNoTrans ? B.ld : 1;
     const int64_t b_cs = B.trans == CblasNoTrans ? 1 : B.ld;
-    for (int64_t i = 0; i < batch; ++i) {
-      row_times_matrix(pa + i * A.batch_stride, a_cs, pb + i * B.batch_stride, b_rs, b_cs,
-                       pc + i * N, N, K);
-    }
+    parallel_for(batch, products_per_grain(N * K), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        row_times_matrix(pa + i * A.batch_stride, a_cs, pb + i * B.batch_stride, b_rs, b_cs,
+                         pc + i * N, N, K);
+      }
+    });
     return;
   }
   const bool pack_a = batch > 1 && A.trans == CblasTrans && M * K <= kPackElements;
   const bool pack_b = batch > 1 && B.trans == CblasTrans && K * N <= kPackElements;
-  std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
-  T* packed_a = packed.data();
-  T* packed_b = packed.data() + (pack_a ? M * K : 0);
-  BlasThreads threads(2.0 * static_cast<double>(M * N * K));  // per product: they run one by one
-  for (int64_t i = 0; i < batch; ++i) {
-    const T* ai = pa + i * A.batch_stride;
-    const T* bi = pb + i * B.batch_stride;
-    if (pack_a) pack_rows(ai, A.ld, M, K, packed_a);
-    if (pack_b) pack_rows(bi, B.ld, K, N, packed_b);
-    blas_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
-              pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi, pack_b ? N : B.ld,
-              pc + i * M * N);
-  }
+  const double flops = 2.0 * static_cast<double>(M * N * K);
+  BlasThreads threads(flops);  // per product: the products of a batch run one by one, or...
+  auto products = [&](int64_t lo, int64_t hi) {
+    std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
+    T* packed_a = packed.data();
+    T* packed_b = packed.data() + (pack_a ? M * K : 0);
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* ai = pa + i * A.batch_stride;
+      const T* bi = pb + i * B.batch_stride;
+      if (pack_a) pack_rows(ai, A.ld, M, K, packed_a);
+      if (pack_b) pack_rows(bi, B.ld, K, N, packed_b);
+      blas_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
+                pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi,
+                pack_b ? N : B.ld, pc + i * M * N);
+    }
+  };
+  // ...a batch of products small enough to run single-threaded (attention's, one per head and
+  // sequence) is split over our thread pool instead, each thread calling OpenBLAS on its own.
+  if (flops < kMinThreadedFlops)
+    return parallel_for(batch, products_per_grain(M * N * K), products);
+  products(0, batch);
 }
 
 }  // namespace

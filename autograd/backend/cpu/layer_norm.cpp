@@ -5,43 +5,38 @@
 // Backward, with ĝ = g · w (the gradient reaching x̂):
 //   dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)),   dw = Σ_rows g · x̂,   db = Σ_rows g.
 // The composed version (nn::layer_norm) runs about ten kernels forward and twenty backward, each a
-// pass over the tensor with its own temporary; here it is two passes each way. Row sums
-// accumulate in the tensor's dtype, 8 (float) or 4 (double) partial sums at a time, as PyTorch's
-// kernel does: rows are a few thousand values at most, and double would halve the vector width
-// (measured 20 -> 12 us for [800, 32]). The weight and bias gradients sum over all rows, in double.
+// pass over the tensor with its own temporary; here it is two passes each way. Sums accumulate in
+// double, as in reduce.cpp (docs/design.md, "Float sums accumulate in double").
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/parallel.h"
 
 namespace sg::cpu {
 
 namespace {
 
+// Rows [lo, hi) of the forward.
 template <typename T>
-void layer_norm_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                      const Tensor& out, const Tensor& mean, const Tensor& rstd) {
-  const int64_t D = x.size(-1), rows = D == 0 ? 0 : x.numel() / D;
-  const T* px = x.data_ptr<T>();
-  const T* w = weight.defined() ? weight.data_ptr<T>() : nullptr;
-  const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
-  T* py = out.data_ptr<T>();
-  T* pmean = mean.data_ptr<T>();
-  T* prstd = rstd.data_ptr<T>();
-  for (int64_t r = 0; r < rows; ++r) {
+void forward_rows(int64_t lo, int64_t hi, int64_t D, const T* px, const T* w, const T* b,
+                  double eps, T* py, T* pmean, T* prstd) {
+  for (int64_t r = lo; r < hi; ++r) {
     const T* xr = px + r * D;
     T* yr = py + r * D;
-    T sum = 0;
+    double sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int64_t d = 0; d < D; ++d) sum += xr[d];
-    const T mu = sum / static_cast<T>(D);
-    T sq = 0;
+    const T m = static_cast<T>(sum / static_cast<double>(D));
+    double sq = 0;
 #pragma omp simd reduction(+ : sq)
-    for (int64_t d = 0; d < D; ++d) sq += (xr[d] - mu) * (xr[d] - mu);
-    const T inv = T(1) / std::sqrt(sq / static_cast<T>(D) + static_cast<T>(eps));
-    pmean[r] = mu;
-    prstd[r] = inv;
-    const T m = mu, s = inv;
+    for (int64_t d = 0; d < D; ++d) sq += static_cast<double>((xr[d] - m) * (xr[d] - m));
+    const T s = static_cast<T>(1.0 / std::sqrt(sq / static_cast<double>(D) + eps));
+    pmean[r] = m;
+    prstd[r] = s;
     if (w != nullptr && b != nullptr) {
 #pragma omp simd
       for (int64_t d = 0; d < D; ++d) yr[d] = (xr[d] - m) * s * w[d] + b[d];
@@ -58,57 +53,105 @@ void layer_norm_typed(const Tensor& x, const Tensor& weight, const Tensor& bias,
 }
 
 template <typename T>
-void layer_norm_backward_typed(const Tensor& grad, const Tensor& x, const Tensor& mean,
-                               const Tensor& rstd, const Tensor& weight, const Tensor& dx,
-                               const Tensor& dweight, const Tensor& dbias) {
+void layer_norm_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                      const Tensor& out, const Tensor& mean, const Tensor& rstd) {
   const int64_t D = x.size(-1), rows = D == 0 ? 0 : x.numel() / D;
-  const T* pg = grad.data_ptr<T>();
   const T* px = x.data_ptr<T>();
-  const T* pmean = mean.data_ptr<T>();
-  const T* prstd = rstd.data_ptr<T>();
   const T* w = weight.defined() ? weight.data_ptr<T>() : nullptr;
-  T* pdx = dx.defined() ? dx.data_ptr<T>() : nullptr;
-  std::vector<double> dw(dweight.defined() ? D : 0), db(dbias.defined() ? D : 0);
-  double* pdw = dw.data();
-  double* pdb = db.data();
-  std::vector<T> xhat_row(static_cast<size_t>(D)), ghat_row(static_cast<size_t>(D));
-  T* xhat = xhat_row.data();
-  T* ghat = ghat_row.data();
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* gr = pg + r * D;
-    const T* xr = px + r * D;
-    const T m = pmean[r], s = prstd[r];
-    T sum_g = 0, sum_gx = 0;
+  const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  T* py = out.data_ptr<T>();
+  T* pmean = mean.data_ptr<T>();
+  T* prstd = rstd.data_ptr<T>();
+  parallel_for(
+      rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(D, 1)),
+      [&](int64_t lo, int64_t hi) { forward_rows(lo, hi, D, px, w, b, eps, py, pmean, prstd); });
+}
+
+// What the backward of rows [lo, hi) needs and produces: dx for those rows, and their share of
+// dweight and dbias, summed into `sums` ([dw (D values), db (D values)], double).
+template <typename T>
+struct BackwardRows {
+  int64_t D;
+  const T *g, *x, *mean, *rstd, *w;  // w may be null
+  T* dx;                             // may be null
+  bool want_dw, want_db;
+
+  void run(int64_t lo, int64_t hi, double* sums) const {
+    std::vector<T> buffers(2 * static_cast<size_t>(D));
+    T* xhat = buffers.data();
+    T* ghat = buffers.data() + D;
+    double* dw = sums;
+    double* db = sums + D;
+    const double inv_d = 1.0 / static_cast<double>(D);
+    for (int64_t r = lo; r < hi; ++r) {
+      const T* gr = g + r * D;
+      const T* xr = x + r * D;
+      const T m = mean[r], s = rstd[r];
+#pragma omp simd
+      for (int64_t d = 0; d < D; ++d) {
+        xhat[d] = (xr[d] - m) * s;
+        ghat[d] = w != nullptr ? gr[d] * w[d] : gr[d];
+      }
+      if (want_dw) {
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) dw[d] += gr[d] * xhat[d];
+      }
+      if (want_db) {
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) db[d] += gr[d];
+      }
+      if (dx == nullptr) continue;
+      double sum_g = 0, sum_gx = 0;
 #pragma omp simd reduction(+ : sum_g, sum_gx)
-    for (int64_t d = 0; d < D; ++d) {
-      xhat[d] = (xr[d] - m) * s;
-      ghat[d] = w != nullptr ? gr[d] * w[d] : gr[d];
-      sum_g += ghat[d];
-      sum_gx += ghat[d] * xhat[d];
-    }
-    if (!dw.empty()) {
-#pragma omp simd
-      for (int64_t d = 0; d < D; ++d) pdw[d] += gr[d] * xhat[d];
-    }
-    if (!db.empty()) {
-#pragma omp simd
-      for (int64_t d = 0; d < D; ++d) pdb[d] += gr[d];
-    }
-    if (pdx != nullptr) {
-      const T a = sum_g / static_cast<T>(D);
-      const T c = sum_gx / static_cast<T>(D);
-      T* dr = pdx + r * D;
+      for (int64_t d = 0; d < D; ++d) {
+        sum_g += ghat[d];
+        sum_gx += ghat[d] * xhat[d];
+      }
+      const T a = static_cast<T>(sum_g * inv_d);
+      const T c = static_cast<T>(sum_gx * inv_d);
+      T* dr = dx + r * D;
 #pragma omp simd
       for (int64_t d = 0; d < D; ++d) dr[d] = s * (ghat[d] - a - xhat[d] * c);
     }
   }
-  if (!dw.empty()) {
-    T* out = dweight.data_ptr<T>();
-    for (int64_t d = 0; d < D; ++d) out[d] = static_cast<T>(dw[d]);
+};
+
+template <typename T>
+void layer_norm_backward_typed(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                               const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                               const Tensor& dweight, const Tensor& dbias) {
+  const int64_t D = x.size(-1), rows = D == 0 ? 0 : x.numel() / D;
+  const BackwardRows<T> job{D,
+                            grad.data_ptr<T>(),
+                            x.data_ptr<T>(),
+                            mean.data_ptr<T>(),
+                            rstd.data_ptr<T>(),
+                            weight.defined() ? weight.data_ptr<T>() : nullptr,
+                            dx.defined() ? dx.data_ptr<T>() : nullptr,
+                            dweight.defined(),
+                            dbias.defined()};
+  // Rows are split over the thread pool; each block sums its own share of dweight and dbias, and
+  // the blocks' sums are added in row order afterwards (the same result on every run).
+  std::mutex partials_mutex;
+  std::map<int64_t, std::vector<double>> partials;  // first row of a block -> its sums
+  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(D, 1)),
+               [&](int64_t lo, int64_t hi) {
+                 std::vector<double> sums(2 * static_cast<size_t>(D));
+                 job.run(lo, hi, sums.data());
+                 std::lock_guard<std::mutex> lock(partials_mutex);
+                 partials.emplace(lo, std::move(sums));
+               });
+  std::vector<double> total(2 * static_cast<size_t>(D));
+  for (const auto& [first_row, sums] : partials) {
+    for (size_t i = 0; i < total.size(); ++i) total[i] += sums[i];
   }
-  if (!db.empty()) {
+  if (dweight.defined()) {
+    T* out = dweight.data_ptr<T>();
+    for (int64_t d = 0; d < D; ++d) out[d] = static_cast<T>(total[d]);
+  }
+  if (dbias.defined()) {
     T* out = dbias.data_ptr<T>();
-    for (int64_t d = 0; d < D; ++d) out[d] = static_cast<T>(db[d]);
+    for (int64_t d = 0; d < D; ++d) out[d] = static_cast<T>(total[D + d]);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/parallel.h"
 #include "autograd/backend/cpu/strided_loop.h"
 #include "autograd/backend/cpu/vec_math.h"
 
@@ -69,10 +70,12 @@ void softmax_short_rows(const float* px, float* py, int64_t rows, int64_t D, Kee
     for (int64_t i = 0; i < n; ++i) yb[i] = fast_exp(yb[i]);
     for (int64_t r = 0; r < nr; ++r) {
       float* y = yb + r * D;
-      float total = 0;
+      double total = 0;  // in double, as everywhere (fewer than 32 terms: no slower)
       for (int64_t d = 0; d < D; ++d) total += y[d];
-      const float inv = total > 0 ? 1.0f / total : 0.0f;  // (NaN stays NaN: NaN > 0 is false,
-      for (int64_t d = 0; d < D; ++d) y[d] *= inv;        //  but y is NaN already)
+      // A row with nothing kept sums to 0 and stays 0; a NaN row stays NaN (NaN > 0 is false, but
+      // y is NaN already).
+      const float inv = total > 0 ? static_cast<float>(1.0 / total) : 0.0f;
+      for (int64_t d = 0; d < D; ++d) y[d] *= inv;
     }
   }
 }
@@ -146,7 +149,13 @@ void softmax_backward_rows(const float* pg, const float* py, float* po, int64_t 
 void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
   Layout l = layout_of(x.shape(), x.dim() == 0 ? 0 : dim);
   if (x.dtype() == kFloat32 && l.inner == 1) {
-    return softmax_rows(x.data_ptr<float>(), out.data_ptr<float>(), l.outer, l.D, log);
+    // Rows split over the thread pool: exp makes softmax compute-bound, so it scales.
+    const float* px = x.data_ptr<float>();
+    float* po = out.data_ptr<float>();
+    const int64_t D = l.D;
+    return parallel_for(
+        l.outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(D, 1)),
+        [&](int64_t lo, int64_t hi) { softmax_rows(px + lo * D, po + lo * D, hi - lo, D, log); });
   }
   dispatch_floating(log ? "log_softmax" : "softmax", x.dtype(), [&]<typename T>() {
     const T* px = x.data_ptr<T>();
@@ -247,7 +256,7 @@ void masked_softmax_row(const T* x, const uint8_t* keep, int64_t ks, T* y, int64
     std::fill(y, y + D, T(0));
     return;
   }
-  T total = 0;  // in T: 8 (float) or 4 (double) partial sums, accurate enough for a row
+  double total = 0;
 #pragma omp simd reduction(+ : total)
   for (int64_t d = 0; d < D; ++d) {
     T e;
@@ -259,7 +268,7 @@ void masked_softmax_row(const T* x, const uint8_t* keep, int64_t ks, T* y, int64
     y[d] = keep[d * s] ? e : T(0);  // a masked x may be anything, even NaN: never used
     total += y[d];
   }
-  const T inv = T(1) / total;
+  const T inv = static_cast<T>(1.0 / total);
 #pragma omp simd
   for (int64_t d = 0; d < D; ++d) y[d] *= inv;
 }
@@ -277,7 +286,7 @@ void masked_softmax_row(const T* x, const uint8_t* keep, int64_t ks, T* y, int64
 
 }  // namespace
 
-void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) {
+void masked_softmax_serial(const Tensor& x, const Tensor& mask, const Tensor& out) {
   const int64_t D = x.dim() == 0 ? 1 : x.size(-1);
   const int64_t ks = x.dim() == 0 ? 0 : mask.stride(-1);
   const Shape rows_shape(x.shape().begin(), x.shape().end() - (x.dim() == 0 ? 0 : 1));
@@ -306,6 +315,17 @@ void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) {
                       }
                     });
   });
+}
+
+void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) {
+  const int64_t n = x.dim() == 0 ? 1 : x.size(0);
+  if (x.dim() < 2 || n < 2 || x.numel() < 2 * kParallelGrain) {
+    return masked_softmax_serial(x, mask, out);
+  }
+  parallel_for(
+      n, std::max<int64_t>(1, kParallelGrain / (x.numel() / n)), [&](int64_t lo, int64_t hi) {
+        masked_softmax_serial(rows_of(x, lo, hi), rows_of(mask, lo, hi), rows_of(out, lo, hi));
+      });
 }
 
 }  // namespace sg::cpu

@@ -1,0 +1,118 @@
+// Tests for the CPU thread pool (backend/cpu/parallel.h): every index is visited exactly once,
+// small work stays on the caller, nested and throwing kernels neither deadlock nor get lost, and
+// the kernels that use the pool give the same numbers with one thread as with several.
+#include "autograd/backend/cpu/parallel.h"
+
+#include <atomic>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "tests/support/testing.h"
+
+namespace sg {
+namespace {
+
+// Restores the pool's size when a test changes it.
+class ThreadsGuard {
+ public:
+  explicit ThreadsGuard(int threads) : saved_(cpu::num_threads()) { cpu::set_num_threads(threads); }
+  ~ThreadsGuard() { cpu::set_num_threads(saved_); }
+
+ private:
+  int saved_;
+};
+
+TEST(BackendParallelFor, VisitsEveryIndexExactlyOnce) {
+  ThreadsGuard threads(2);
+  const int64_t n = 100003;  // not a multiple of any chunk size
+  std::vector<std::atomic<int>> visits(static_cast<size_t>(n));
+  cpu::parallel_for(n, 1000, [&](int64_t lo, int64_t hi) {
+    ASSERT_LE(0, lo);
+    ASSERT_LT(lo, hi);
+    ASSERT_LE(hi, n);
+    for (int64_t i = lo; i < hi; ++i) visits[static_cast<size_t>(i)].fetch_add(1);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(visits[static_cast<size_t>(i)].load(), 1) << i;
+}
+
+TEST(BackendParallelFor, WorkBelowTwoGrainsRunsOnTheCallerInOneCall) {
+  ThreadsGuard threads(2);
+  int calls = 0;
+  const std::thread::id caller = std::this_thread::get_id();
+  cpu::parallel_for(150, 100, [&](int64_t lo, int64_t hi) {
+    ++calls;  // no other thread runs this, so a plain int is fine
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    EXPECT_EQ(lo, 0);
+    EXPECT_EQ(hi, 150);
+  });
+  EXPECT_EQ(calls, 1);
+  cpu::parallel_for(0, 1, [&](int64_t, int64_t) { ++calls; });  // nothing to do: not called
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(BackendParallelFor, NestedCallsRunSeriallyInsteadOfDeadlocking) {
+  ThreadsGuard threads(2);
+  std::atomic<int64_t> total{0};
+  cpu::parallel_for(64, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      cpu::parallel_for(1000, 1, [&](int64_t a, int64_t b) { total.fetch_add(b - a); });
+    }
+  });
+  EXPECT_EQ(total.load(), 64 * 1000);
+}
+
+TEST(BackendParallelFor, AnExceptionInAChunkReachesTheCallerAndThePoolStillWorks) {
+  ThreadsGuard threads(2);
+  EXPECT_THROW(cpu::parallel_for(1000, 1,
+                                 [](int64_t lo, int64_t hi) {
+                                   if (lo <= 500 && 500 < hi) throw std::runtime_error("chunk 500");
+                                 }),
+               std::runtime_error);
+  std::atomic<int64_t> total{0};
+  cpu::parallel_for(1000, 1, [&](int64_t lo, int64_t hi) { total.fetch_add(hi - lo); });
+  EXPECT_EQ(total.load(), 1000);
+}
+
+TEST(BackendParallelFor, OneThreadRunsEverythingOnTheCaller) {
+  ThreadsGuard threads(1);
+  EXPECT_EQ(cpu::num_threads(), 1);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::set<std::thread::id> seen;
+  cpu::parallel_for(1 << 20, 1, [&](int64_t, int64_t) { seen.insert(std::this_thread::get_id()); });
+  EXPECT_EQ(seen, std::set<std::thread::id>{caller});
+  EXPECT_THROW(cpu::set_num_threads(0), Error);
+}
+
+// The kernels split rows (or elements) between threads, never the arithmetic within one, so the
+// results are bit for bit those of one thread.
+TEST(BackendParallelFor, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
+  manual_seed(7);
+  const Tensor x = randn({512, 384});
+  const Tensor bias = randn({384});
+  const Tensor gamma = randn({384});
+  auto run = [&] {
+    Tensor a = (x * 1.5 + bias).relu();
+    Tensor s = softmax(x, -1);
+    Tensor ln = fused_layer_norm(x, {384}, gamma, bias, 1e-5);
+    Tensor col = x.sum({0});
+    return std::vector<Tensor>{a, s, ln, col};
+  };
+  std::vector<Tensor> serial, parallel;
+  {
+    ThreadsGuard threads(1);
+    serial = run();
+  }
+  {
+    ThreadsGuard threads(2);
+    parallel = run();
+  }
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(serial[i].to_vector<float>(), parallel[i].to_vector<float>()) << "result " << i;
+  }
+}
+
+}  // namespace
+}  // namespace sg
