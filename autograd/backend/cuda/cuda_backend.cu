@@ -218,8 +218,9 @@ class CudaBackend final : public Backend {
   // ---- for the kernels and the tools in cuda_backend.h ----
   cublasHandle_t cublas() {
     std::call_once(cublas_once_, [this] {
-      SG_CUBLAS_CHECK(cublasCreate(&cublas_));
-      SG_CUBLAS_CHECK(cublasSetStream(cublas_, nullptr));  // the default stream, like the kernels
+      const cuda::CublasApi& api = cuda::cublas_api();  // loaded here, on first use
+      SG_CUBLAS_CHECK(api.create(&cublas_));
+      SG_CUBLAS_CHECK(api.set_stream(cublas_, nullptr));  // the default stream, like the kernels
     });
     return cublas_;
   }

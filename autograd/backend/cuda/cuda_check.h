@@ -4,9 +4,9 @@
 // error inside the kernel shows up at the next synchronising call instead).
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "autograd/backend/cuda/cublas_api.h"
 #include "autograd/error.h"
 
 #define SG_CUDA_CHECK(call)                                                                      \
@@ -18,13 +18,14 @@
     }                                                                                            \
   } while (false)
 
-#define SG_CUBLAS_CHECK(call)                                                                      \
-  do {                                                                                             \
-    cublasStatus_t sg_cublas_status_ = (call);                                                     \
-    if (sg_cublas_status_ != CUBLAS_STATUS_SUCCESS) {                                              \
-      throw ::sg::Error(::fmt::format("cublas: {} failed at {}:{}: {}", #call, __FILE__, __LINE__, \
-                                      cublasGetStatusString(sg_cublas_status_)));                  \
-    }                                                                                              \
+#define SG_CUBLAS_CHECK(call)                                                            \
+  do {                                                                                   \
+    cublasStatus_t sg_cublas_status_ = (call);                                           \
+    if (sg_cublas_status_ != CUBLAS_STATUS_SUCCESS) {                                    \
+      throw ::sg::Error(                                                                 \
+          ::fmt::format("cublas: {} failed at {}:{}: {}", #call, __FILE__, __LINE__,     \
+                        ::sg::cuda::cublas_api().get_status_string(sg_cublas_status_))); \
+    }                                                                                    \
   } while (false)
 
 #define SG_CUDA_CHECK_LAUNCH() SG_CUDA_CHECK(cudaGetLastError())

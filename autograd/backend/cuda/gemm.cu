@@ -64,12 +64,12 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
   dispatch_floating("matmul", out.dtype(), [&]<typename T>() {
     const T alpha = 1, beta = 0;
     if constexpr (std::is_same_v<T, float>) {
-      SG_CUBLAS_CHECK(cublasSgemmStridedBatched(
+      SG_CUBLAS_CHECK(cublas_api().sgemm_strided_batched(
           handle, B.op, A.op, int(N), int(M), int(K), &alpha, B.data.data_ptr<float>(), int(B.ld),
           B.batch_stride, A.data.data_ptr<float>(), int(A.ld), A.batch_stride, &beta,
           out.data_ptr<float>(), int(N), M * N, int(batch)));
     } else {
-      SG_CUBLAS_CHECK(cublasDgemmStridedBatched(
+      SG_CUBLAS_CHECK(cublas_api().dgemm_strided_batched(
           handle, B.op, A.op, int(N), int(M), int(K), &alpha, B.data.data_ptr<double>(), int(B.ld),
           B.batch_stride, A.data.data_ptr<double>(), int(A.ld), A.batch_stride, &beta,
           out.data_ptr<double>(), int(N), M * N, int(batch)));
