@@ -9,10 +9,13 @@ void Generator::manual_seed(uint64_t seed) { state_ = seed; }
 
 uint64_t Generator::next_u64() {
   // splitmix64: one add and a bit mix per number; passes BigCrush, state is one word.
-  uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return splitmix64_mix(state_ += kSplitmixGamma);
+}
+
+uint64_t Generator::take(uint64_t n) {
+  const uint64_t start = state_;
+  state_ += n * kSplitmixGamma;  // wraps modulo 2^64, as n calls of next_u64() do
+  return start;
 }
 
 double Generator::next_uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }

@@ -174,10 +174,7 @@ Tensor Tensor::to(DType dtype) const { return to_dtype(*this, dtype); }
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
-  SG_CHECK(!requires_grad() || !is_grad_enabled(),
-           "to: moving a tensor that requires grad between devices is not differentiable yet; "
-           "move leaves (parameters) with detach() or under NoGradGuard");
-  Tensor src = contiguous();
+  Tensor src = detach().contiguous();
   Tensor dst = empty(shape(), TensorOptions(dtype()).device(device));
   size_t nbytes = static_cast<size_t>(numel()) * dtype_size(dtype());
   if (src.device().is_cpu()) {
@@ -189,7 +186,9 @@ Tensor Tensor::to(Device device) const {
     backend_for(src.device()).copy_to_host(staging.data(), src.raw_data(), nbytes);
     backend_for(device).copy_from_host(dst.raw_data(), staging.data(), nbytes);
   }
-  return dst;
+  // Differentiable, as in PyTorch: the gradient goes back to the device the tensor came from.
+  return record("to", dst, {*this},
+                [source = this->device()](const Tensor& g) { return Grads{g.to(source)}; });
 }
 
 Tensor Tensor::contiguous() const { return sg::contiguous(*this); }

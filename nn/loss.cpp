@@ -14,7 +14,7 @@ struct Rows {
   Tensor scores;       // [N, C]
   Tensor valid;        // bool [N, 1]: the target is not ignore_index
   Tensor safe_target;  // int64 [N, 1]: the target, or 0 where ignored (gather needs a real class)
-  int64_t count = 0;   // rows not ignored: the divisor of "mean"
+  Tensor count;        // [], the input's dtype: rows not ignored, the divisor of "mean"
 };
 
 Rows flatten_rows(std::string_view op, const Tensor& scores, const Tensor& target,
@@ -29,30 +29,34 @@ Rows flatten_rows(std::string_view op, const Tensor& scores, const Tensor& targe
            "{}: input of shape {} needs a target of shape {} (one class index per row), got {}", op,
            scores.shape(), batch_shape, target.shape());
   const int64_t C = scores.size(-1);
-  Rows rows;
-  const std::vector<int64_t> values = target.to_vector<int64_t>();
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (values[i] == ignore_index) continue;
-    SG_CHECK(values[i] >= 0 && values[i] < C,
-             "{}: target {} (at flat position {}) is out of range for {} classes; targets must be "
-             "in [0, {}) or equal ignore_index ({})",
-             op, values[i], i, C, C, ignore_index);
-    ++rows.count;
+  // On the CPU every target is checked here; on a GPU gather's kernel checks them (Note [Index
+  // checks on the device] in autograd/ops/indexing.cpp), so the loss never waits for the GPU.
+  if (target.device().is_cpu()) {
+    const std::vector<int64_t> values = target.to_vector<int64_t>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i] == ignore_index) continue;
+      SG_CHECK(values[i] >= 0 && values[i] < C,
+               "{}: target {} (at flat position {}) is out of range for {} classes; targets must "
+               "be in [0, {}) or equal ignore_index ({})",
+               op, values[i], i, C, C, ignore_index);
+    }
   }
   const int64_t N = target.numel();
+  Rows rows;
   rows.scores = scores.reshape({N, C});
   Tensor t = target.reshape({N, 1});
   rows.valid = t.ne(static_cast<double>(ignore_index));
   rows.safe_target = where(rows.valid, t, zeros({}, t.options()));
+  rows.count = rows.valid.to(kInt64).sum().to(scores.dtype());
   return rows;
 }
 
 // per_row [N, 1] -> [] ("mean" over the rows not ignored, or "sum") or the target's shape.
 Tensor reduce(const Tensor& per_row, std::string_view reduction, const Shape& target_shape,
-              int64_t count) {
+              const Tensor& count) {
   if (reduction == "none") return per_row.reshape(target_shape);
   if (reduction == "sum") return per_row.sum();
-  return per_row.sum() / static_cast<double>(count);  // 0 / 0 = NaN with nothing left, as torch
+  return per_row.sum() / count;  // 0 / 0 = NaN with nothing left, as torch
 }
 
 }  // namespace

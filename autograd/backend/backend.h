@@ -40,6 +40,12 @@ class Backend {
   virtual void where(const Tensor& condition, const Tensor& a, const Tensor& b,
                      const Tensor& out) = 0;
 
+  // ---- random numbers ----
+  // out (contiguous, float32 or float64): element i (row-major) = uniform_at(state, i + 1) of
+  // autograd/generator.h, rounded to out's dtype: the numbers n = out.numel() calls of
+  // Generator::next_uniform() would give from `state`, on every device.
+  virtual void uniform(const Tensor& out, uint64_t state) = 0;
+
   // ---- reductions ----
   // x is [outer..., reduced...]: its last `reduced_dims` dims are reduced into out (contiguous,
   // the outer shape). For Max/Min with reduced_dims == 1, `indices` (int64, like out, or
@@ -60,14 +66,17 @@ class Backend {
                                 const Tensor& out) = 0;
 
   // ---- indexing (index: int64, contiguous) ----
+  // A kernel that finds an index out of range reports it under `op`, the public op that called it
+  // ("embedding", "cross_entropy"): the CPU throws at once, the CUDA backend at its next call.
   // out = x.index_select(dim, index); x contiguous, index 1-D.
-  virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index,
-                            const Tensor& out) = 0;
+  virtual void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                            std::string_view op) = 0;
   // out[.., index[i], ..] += src[.., i, ..] along dim (out contiguous, src contiguous).
   virtual void index_add(const Tensor& out, int64_t dim, const Tensor& index,
                          const Tensor& src) = 0;
   // out = x.gather(dim, index); x contiguous, index and out of one shape.
-  virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) = 0;
+  virtual void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                      std::string_view op) = 0;
   // out[.., index[..i..], ..] += src[..i..] along dim: the backward of gather.
   virtual void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
                            const Tensor& src) = 0;

@@ -11,11 +11,11 @@
 //
 // Rows whose target equals ignore_index (padding) contribute nothing: no loss and a zero gradient
 // row. "mean" divides by the number of rows that are NOT ignored, so a batch with more padding
-// does not get a smaller loss; with no such rows the mean is 0 / 0 = NaN, as in PyTorch.
+// does not get a smaller loss; with no such rows the mean is 0 / 0 = NaN, as in PyTorch. That
+// count is a 0-d tensor on the logits' device, and on a GPU the targets are checked by the gather
+// kernel (Note [Index checks on the device] in ops/indexing.cpp): the loss never waits for the GPU.
 // nn/loss.cpp has the same loss composed from primitives (cross_entropy_composed), which the tests
 // compare with this one, values and gradients.
-#include <algorithm>
-
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -31,10 +31,8 @@ Reduction parse_reduction(std::string_view reduction) {
   SG_FAIL("cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", got \"{}\"", reduction);
 }
 
-// Checks every target on the host (the error names the first bad one) and counts the rows that
-// are not ignored: the divisor of "mean".
-int64_t count_valid_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
-  int64_t count = 0;
+// Checks every CPU target on the host, so the error names the first bad one.
+void check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
   const std::vector<int64_t> values = target.to_vector<int64_t>();
   for (size_t i = 0; i < values.size(); ++i) {
     const int64_t t = values[i];
@@ -43,9 +41,7 @@ int64_t count_valid_targets(const Tensor& target, int64_t C, int64_t ignore_inde
              "cross_entropy: target {} (at flat position {}) is out of range for {} classes; "
              "targets must be in [0, {}) or equal ignore_index ({})",
              t, i, C, C, ignore_index);
-    ++count;
   }
-  return count;
 }
 
 }  // namespace
@@ -71,13 +67,14 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   const int64_t C = logits.size(-1);
   SG_CHECK(C > 0, "cross_entropy: logits of shape {} have no classes", logits.shape());
   const int64_t N = target.numel();
-  const int64_t count = count_valid_targets(target, C, ignore_index);
+  if (target.device().is_cpu()) check_targets(target, C, ignore_index);
   const double eps = label_smoothing;
 
   Tensor out;
   Tensor log_probs = empty({N, C}, logits.options());  // [N, C]
   Tensor keep;                                         // [N, 1] 1 for used rows, 0 for ignored
   Tensor safe_target;                                  // [N, 1], ignored rows point at class 0
+  Tensor count;  // [], logits' dtype: the rows not ignored, the divisor of "mean"
   {
     NoGradGuard no_grad;
     Tensor x = logits.detach().reshape({N, C}).contiguous();
@@ -86,9 +83,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
     Tensor valid = t.ne(static_cast<double>(ignore_index));  // bool [N, 1]
     safe_target = where(valid, t, zeros({}, t.options())).contiguous();
     keep = valid.to(logits.dtype());
+    count = valid.to(kInt64).sum().to(logits.dtype());  // exact in int64, then rounded once
 
     // Per-row loss [N, 1]: (1 - ε)(-log p_t) + ε (-Σ_c log p_c) / C, zero where ignored.
-    Tensor row_loss = -gather(log_probs, 1, safe_target) * (1.0 - eps);
+    Tensor picked = empty({N, 1}, logits.options());  // log p_t; the kernel checks the targets
+    backend_for(logits.device()).gather(log_probs, 1, safe_target, picked, "cross_entropy");
+    Tensor row_loss = -picked * (1.0 - eps);
     if (eps > 0) row_loss = row_loss - log_probs.sum({1}, /*keepdim=*/true) * (eps / C);
     row_loss = where(valid, row_loss, zeros({}, row_loss.options()));  // kills inf/NaN too
     switch (mode) {
@@ -99,15 +99,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
         out = row_loss.sum();
         break;
       case Reduction::Mean:
-        out = row_loss.sum() / static_cast<double>(count);  // 0 / 0 = NaN when all are ignored
+        out = row_loss.sum() / count;  // 0 / 0 = NaN when all are ignored
         break;
     }
   }
 
   return record(
       "cross_entropy", out, {logits, target},
-      [slp = SavedTensor(log_probs), skeep = SavedTensor(keep), st = SavedTensor(safe_target), mode,
-       eps, count, logits_shape = logits.shape()](const Tensor& g) {
+      [slp = SavedTensor(log_probs), skeep = SavedTensor(keep), st = SavedTensor(safe_target),
+       scount = SavedTensor(count), mode, eps, logits_shape = logits.shape()](const Tensor& g) {
         const Tensor& lp = slp.get();
         const int64_t rows = lp.size(0), classes = lp.size(1);
         // dx = softmax - q = exp(log p) - ε/C everywhere, then - (1 - ε) at the target.
@@ -120,7 +120,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
         Tensor row_scale =
             mode == Reduction::None ? g.reshape({rows, 1}) * skeep.get() : g * skeep.get();
         if (mode == Reduction::Mean) {
-          row_scale = row_scale / static_cast<double>(std::max<int64_t>(count, 1));
+          row_scale = row_scale / scount.get().clamp(1.0, std::nullopt);
         }
         dx.mul_(row_scale);
         return Grads{dx.view(logits_shape), Tensor()};

@@ -4,8 +4,10 @@
 // 1 / (1 - p), so E[y] = x and evaluation needs no rescaling: there dropout is the identity.
 //   y = x ⊙ mask / (1 - p),   mask_i ~ Bernoulli(1 - p)
 // It is a multiply by a fixed random tensor, so mul's backward gives dx = g ⊙ mask / (1 - p).
-// The mask comes from sg::rand() and so from the default generator: sg::manual_seed(s) makes the
-// same elements drop on every run.
+// The uniform numbers behind the mask are computed on x's device by a counter-based kernel (Note
+// [Counter-based random numbers] in autograd/generator.h) from the default generator, whose state
+// moves past them: sg::manual_seed(s) makes the same elements drop on every run and every device,
+// the same numbers as sg::rand() would draw.
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -19,7 +21,9 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   if (p == 1.0) return x * zeros({}, x.options());
 
   // u ~ U[0, 1), so P(u < 1 - p) = 1 - p: the element survives.
-  Tensor keep = rand(x.shape(), x.options()).lt(1.0 - p);
+  Tensor u = empty(x.shape(), x.options());
+  backend_for(x.device()).uniform(u, default_generator().take(static_cast<uint64_t>(x.numel())));
+  Tensor keep = u.lt(1.0 - p);
   Tensor scaled_mask = keep.to(x.dtype()) / (1.0 - p);
   return x * scaled_mask;
 }

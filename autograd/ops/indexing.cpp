@@ -36,7 +36,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Shape shape = x.shape();
   shape[d] = flat_index.numel();
   Tensor out = empty(shape, x.options());
-  backend_for(x.device()).index_select(x.detach().contiguous(), d, flat_index, out);
+  backend_for(x.device()).index_select(x.detach().contiguous(), d, flat_index, out, "index_select");
 
   return record("index_select", out, {x, index},
                 [si = SavedTensor(flat_index), d, x_shape = x.shape()](const Tensor& g) {
@@ -67,7 +67,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
   Tensor index_c = index.detach().contiguous();
   Tensor out = empty(index.shape(), x.options());
-  backend_for(x.device()).gather(x.detach().contiguous(), d, index_c, out);
+  backend_for(x.device()).gather(x.detach().contiguous(), d, index_c, out, "gather");
 
   return record("gather", out, {x, index},
                 [si = SavedTensor(index_c), d, x_shape = x.shape()](const Tensor& g) {
@@ -81,6 +81,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 // Row ids[...] of weight [V, D] for every id: y [..., D]. It is index_select on the flattened
 // ids, reshaped; its own backward adds the same index_add and then zeroes the padding row, so a
 // padding token (the filler after a short sentence) never moves its embedding.
+//
+// Note [Index checks on the device]: on the CPU the ids are checked before the lookup, so the
+// error names the first bad one. On a GPU that check would copy the ids to the host and make the
+// host wait for the GPU at every step; there the lookup kernel checks each id instead and records
+// a bad one under the op's name ("embedding: token id 57 is out of range for 10 embeddings"),
+// which the CUDA backend throws at its next call. cross_entropy and one_hot do the same.
 Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx) {
   SG_PROFILE_OP("embedding");
   SG_CHECK(weight.dim() == 2,
@@ -96,13 +102,15 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
     padding_row = *padding_idx < 0 ? *padding_idx + vocab : *padding_idx;
   }
 
-  if (ids.numel() > 0) {
+  if (ids.numel() > 0 && ids.device().is_cpu()) {  // on a GPU the kernel checks
     int64_t lo = amin(ids).item<int64_t>(), hi = amax(ids).item<int64_t>();
     SG_CHECK(lo >= 0 && hi < vocab, "embedding: token id {} is out of range for {} embeddings",
              lo < 0 ? lo : hi, vocab);
   }
   Tensor flat_ids = ids.detach().reshape({ids.numel()}).contiguous();
-  Tensor rows = index_select(weight.detach(), 0, flat_ids);  // [N, D], no graph
+  Tensor rows = empty({flat_ids.numel(), weight.size(1)}, weight.options());  // [N, D]
+  backend_for(weight.device())
+      .index_select(weight.detach().contiguous(), 0, flat_ids, rows, "embedding");
   Shape shape = ids.shape();
   shape.push_back(weight.size(1));
   Tensor out = rows.view(shape);
@@ -120,13 +128,20 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
 
 // ---- one_hot ----
 // index [...] -> int64 [..., C] with a 1 at each index's class: compare index with arange(C).
-// num_classes -1 means max(index) + 1, as in PyTorch.
+// num_classes -1 means max(index) + 1, as in PyTorch (which has to read the maximum, on a GPU too).
 Tensor one_hot(const Tensor& index, int64_t num_classes) {
   SG_PROFILE_OP("one_hot");
   SG_CHECK(index.dtype() == kInt64, "one_hot: index must be an int64 tensor, got {}",
            index.dtype());
   SG_CHECK(num_classes >= -1, "one_hot: num_classes must be -1 or at least 0, got {}", num_classes);
-  if (index.numel() > 0) {
+  if (index.numel() > 0 && !index.device().is_cpu() && num_classes != -1) {
+    // Checked on the device (Note [Index checks on the device]): a gather from a [C] tensor
+    // records any class value outside [0, C) under "one_hot".
+    Tensor flat = index.detach().reshape({index.numel()}).contiguous();
+    Tensor picked = empty({flat.numel()}, TensorOptions(kInt64).device(index.device()));
+    backend_for(index.device())
+        .gather(zeros({num_classes}, picked.options()), 0, flat, picked, "one_hot");
+  } else if (index.numel() > 0) {
     const int64_t low = amin(index).item<int64_t>();
     const int64_t high = amax(index).item<int64_t>();
     SG_CHECK(low >= 0, "one_hot: class values must be non-negative, got {}", low);

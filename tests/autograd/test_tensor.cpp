@@ -72,6 +72,29 @@ TEST(GeneratorTest, StateRoundTrips) {
   EXPECT_EQ(gen.next_normal(), first);
 }
 
+TEST(GeneratorTest, CounterBasedNumbersAreTheStream) {
+  // splitmix64's published first outputs for seed 0 (Vigna's reference implementation).
+  EXPECT_EQ(random_u64_at(0, 1), 0xE220A8397B1DCDAFull);
+  EXPECT_EQ(random_u64_at(0, 2), 0x6E789E6AA1B965F4ull);
+  EXPECT_EQ(random_u64_at(0, 3), 0x06C45D188009454Full);
+  // Any number of the stream, computed alone, is the one next_u64() / next_uniform() reach.
+  Generator gen(12345);
+  const uint64_t start = gen.state();
+  for (uint64_t k = 1; k <= 100; ++k) {
+    if (k % 2 == 0) {
+      EXPECT_EQ(gen.next_uniform(), uniform_at(start, k)) << k;
+    } else {
+      EXPECT_EQ(gen.next_u64(), random_u64_at(start, k)) << k;
+    }
+  }
+  // take(n) hands out the state and skips n numbers, as n calls would.
+  Generator a(9), b(9);
+  EXPECT_EQ(a.take(1000), b.state());
+  for (int i = 0; i < 1000; ++i) b.next_u64();
+  EXPECT_EQ(a.state(), b.state());
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+}
+
 TEST(TensorTest, DataAccess) {
   Tensor t = tensor({{1, 2, 3}, {4, 5, 6}});
   EXPECT_EQ(t.at<float>({1, 2}), 6.0f);
@@ -92,6 +115,18 @@ TEST(TensorTest, DtypeConversion) {
   EXPECT_EQ(t.to(kBool).to_vector<bool>(), (std::vector<bool>{true, true, false}));
   EXPECT_EQ(t.to(kFloat64).dtype(), kFloat64);
   EXPECT_TRUE(t.to(kFloat32).is_same(t));  // no-op conversion returns the tensor itself
+}
+
+TEST(TensorTest, DtypeConversionIsDifferentiable) {
+  // float64 -> float32 -> loss: the gradient comes back to the leaf in float64.
+  Tensor x = tensor({1.5, -2.0, 4.0}, TensorOptions(kFloat64).requires_grad(true));
+  Tensor w = tensor({3.0f, 0.5f, -1.0f});
+  (x.to(kFloat32) * w).sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().dtype(), kFloat64);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{3.0, 0.5, -1.0}));
+  // To an integer dtype there is no gradient, as in PyTorch.
+  EXPECT_FALSE(x.to(kInt64).requires_grad());
 }
 
 TEST(TensorTest, CudaDeviceGivesAClearError) {

@@ -147,14 +147,17 @@ class CpuBackend final : public Backend {
                         const Tensor& out) override {
     cpu::softmax_backward(grad, y, dim, log, out);
   }
-  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
-    cpu::index_select(x, dim, index, out);
+  void uniform(const Tensor& out, uint64_t state) override { cpu::uniform(out, state); }
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                    std::string_view op) override {
+    cpu::index_select(x, dim, index, out, op);
   }
   void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override {
     cpu::index_add(out, dim, index, src);
   }
-  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
-    cpu::gather(x, dim, index, out);
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+              std::string_view op) override {
+    cpu::gather(x, dim, index, out, op);
   }
   void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
                    const Tensor& src) override {

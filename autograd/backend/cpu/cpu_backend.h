@@ -23,15 +23,18 @@ void copy(const Tensor& src, const Tensor& dst);
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta);
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out);
+void uniform(const Tensor& out, uint64_t state);
 void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
             const Tensor& indices);
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out);
 void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out);
 void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                       const Tensor& out);
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                  std::string_view op);
 void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+            std::string_view op);
 void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
 // The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, adam.cpp).
 void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);

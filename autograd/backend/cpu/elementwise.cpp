@@ -1,6 +1,6 @@
-// CPU elementwise kernels: fill, copy, unary, binary, where. Each is one strided loop
-// (strided_loop.h) around a scalar function; the contiguous case gets a plain loop the compiler
-// can vectorise.
+// CPU elementwise kernels: fill, copy, unary, binary, where, and uniform (random numbers). Each is
+// one strided loop (strided_loop.h) around a scalar function; the contiguous case gets a plain loop
+// the compiler can vectorise.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/parallel.h"
 #include "autograd/backend/cpu/strided_loop.h"
+#include "autograd/generator.h"
 
 namespace sg::cpu {
 
@@ -353,6 +354,17 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
 }
 void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) {
   over_rows(out, [&](auto rows) { where_serial(rows(condition), rows(a), rows(b), rows(out)); });
+}
+
+void uniform(const Tensor& out, uint64_t state) {
+  dispatch_floating("uniform", out.dtype(), [&]<typename T>() {
+    T* o = out.data_ptr<T>();
+    parallel_for(out.numel(), /*grain=*/1 << 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        o[i] = static_cast<T>(uniform_at(state, static_cast<uint64_t>(i) + 1));
+      }
+    });
+  });
 }
 
 }  // namespace sg::cpu

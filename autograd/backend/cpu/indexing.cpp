@@ -57,7 +57,8 @@ void for_each_gathered(std::string_view op, const Shape& x_shape, const Tensor& 
 
 }  // namespace
 
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                  std::string_view op) {
   Layout l = layout_of(x.shape(), dim);
   const int64_t n = index.numel();
   const int64_t* pi = index.data_ptr<int64_t>();
@@ -65,7 +66,7 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
     for (int64_t k = 0; k < n; ++k) {
-      int64_t row = checked_index("index_select", pi[k], l.D, dim);
+      int64_t row = checked_index(op, pi[k], l.D, dim);
       for (int64_t o = 0; o < l.outer; ++o) {
         const T* src = px + (o * l.D + row) * l.inner;
         T* dst = po + (o * n + k) * l.inner;
@@ -97,11 +98,12 @@ void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor
   });
 }
 
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+            std::string_view op) {
   dispatch_dtype("gather", x.dtype(), [&]<typename T>() {
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
-    for_each_gathered("gather", x.shape(), index, dim,
+    for_each_gathered(op, x.shape(), index, dim,
                       [&](int64_t p, int64_t x_pos) { po[p] = px[x_pos]; });
   });
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "autograd/backend/cuda/allocator.h"
 #include "autograd/backend/cuda/cuda_backend.h"
@@ -87,8 +88,35 @@ class DeviceGuard {
 
 std::atomic<int64_t> device_to_host_copies{0};
 
-constexpr std::array<std::string_view, 4> kIndexOpNames = {"index_select", "index_add", "gather",
-                                                           "scatter_add"};
+// The names of the ops whose kernels check indices, numbered in order of first use: a kernel
+// records the number (index_op_id), the host message the name. Grows by a handful of entries.
+std::mutex index_op_names_mutex;
+std::vector<std::string> index_op_names;
+
+std::string index_op_name(int id) {
+  std::lock_guard<std::mutex> lock(index_op_names_mutex);
+  return id >= 0 && id < static_cast<int>(index_op_names.size())
+             ? index_op_names[static_cast<size_t>(id)]
+             : std::string("index");
+}
+
+// The message for a bad index that a kernel of `op` found. The ops that look up user data say it
+// in their words, as their CPU checks do; the others name the dim and its size.
+std::string bad_index_message(const std::string& op, int64_t index, int64_t size, int64_t dim) {
+  if (op == "embedding") {
+    return fmt::format("embedding: token id {} is out of range for {} embeddings", index, size);
+  }
+  if (op == "cross_entropy" || op == "nll_loss" || op == "cross_entropy_composed") {
+    return fmt::format(
+        "{}: target {} is out of range for {} classes; targets must be in [0, {}) or equal "
+        "ignore_index",
+        op, index, size, size);
+  }
+  if (op == "one_hot") {
+    return fmt::format("one_hot: class value {} is out of range for {} classes", index, size);
+  }
+  return fmt::format("{}: index {} is out of range for dim {} of size {}", op, index, dim, size);
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -169,17 +197,23 @@ class CudaBackend final : public Backend {
     Scope scope(*this);
     cuda::softmax_backward(grad, y, dim, log, out);
   }
-  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+  void uniform(const Tensor& out, uint64_t state) override {
     Scope scope(*this);
-    cuda::index_select(x, dim, index, out);
+    cuda::uniform(out, state);
+  }
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                    std::string_view op) override {
+    Scope scope(*this);
+    cuda::index_select(x, dim, index, out, op);
   }
   void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override {
     Scope scope(*this);
     cuda::index_add(out, dim, index, src);
   }
-  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) override {
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+              std::string_view op) override {
     Scope scope(*this);
-    cuda::gather(x, dim, index, out);
+    cuda::gather(x, dim, index, out, op);
   }
   void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
                    const Tensor& src) override {
@@ -254,9 +288,9 @@ class CudaBackend final : public Backend {
     r->ready = 0;
     SG_CUDA_CHECK(cudaMemsetAsync(error_slot_.claimed, 0, sizeof(int), nullptr));
     SG_FAIL(
-        "{}: index {} is out of range for dim {} of size {} (found by a CUDA kernel, which runs "
-        "asynchronously: the error surfaces at a later call, here on {})",
-        kIndexOpNames.at(static_cast<size_t>(found.op)), found.index, found.dim, found.size, name_);
+        "{} (found by a CUDA kernel, which runs asynchronously: the error surfaces at a later "
+        "call, here on {})",
+        bad_index_message(index_op_name(found.op), found.index, found.size, found.dim), name_);
   }
 
   int device_;
@@ -319,6 +353,15 @@ int64_t cuda_device_to_host_copies() { return device_to_host_copies.load(); }
 namespace cuda {
 
 IndexErrorSlot index_error_slot() { return current_backend().error_slot(); }
+
+int index_op_id(std::string_view op) {
+  std::lock_guard<std::mutex> lock(index_op_names_mutex);
+  for (size_t i = 0; i < index_op_names.size(); ++i) {
+    if (index_op_names[i] == op) return static_cast<int>(i);
+  }
+  index_op_names.emplace_back(op);
+  return static_cast<int>(index_op_names.size()) - 1;
+}
 
 cublasHandle_t cublas_handle() { return current_backend().cublas(); }
 

@@ -29,7 +29,7 @@ void cuda_empty_cache(int index = 0);
 // index in gather, say) here at the latest.
 void cuda_synchronize(int index = 0);
 // How many device-to-host copies the CUDA backend has made so far, on any device: each one
-// makes the host wait for the GPU, so a training step should make as few as possible.
+// makes the host wait for the GPU, so a training step makes none (tests/nn/test_cuda_training.cpp).
 int64_t cuda_device_to_host_copies();
 
 // The kernels, called by the backend after it made the tensors' device current. Same contracts
@@ -40,15 +40,18 @@ void copy(const Tensor& src, const Tensor& dst);
 void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta);
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out);
+void uniform(const Tensor& out, uint64_t state);
 void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
             const Tensor& indices);
 void gemm(const Tensor& a, const Tensor& b, const Tensor& out);
 void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out);
 void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                       const Tensor& out);
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                  std::string_view op);
 void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out);
+void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+            std::string_view op);
 void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
 // The optional fused kernels (backend.h): softmax.cu, layer_norm.cu, adam.cu.
 void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);

@@ -1,5 +1,6 @@
-// CUDA elementwise kernels: fill, copy (with dtype conversion), unary, binary, where. The CUDA
-// twin of cpu/elementwise.cpp: one grid-stride kernel per operand count, around a small functor.
+// CUDA elementwise kernels: fill, copy (with dtype conversion), unary, binary, where, uniform. The
+// CUDA twin of cpu/elementwise.cpp: one grid-stride kernel per operand count, around a small
+// functor.
 //
 // One kernel serves all ops of a family: the functor switches on the op at run time. The switch
 // costs nothing measurable (every thread takes the same branch) and keeps the number of compiled
@@ -9,6 +10,7 @@
 
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/generator.h"
 
 namespace sg::cuda {
 
@@ -264,6 +266,14 @@ bool binary_defined(BinaryOp op, DType dtype) {
   return true;
 }
 
+// out[i] = uniform_at(state, i + 1): the same formula as the CPU kernel, so the same bits.
+template <typename T>
+__global__ void uniform_kernel(T* out, int64_t n, uint64_t state) {
+  for (int64_t i = first_index(); i < n; i += grid_stride()) {
+    out[i] = static_cast<T>(uniform_at(state, static_cast<uint64_t>(i) + 1));
+  }
+}
+
 }  // namespace
 
 void fill(const Tensor& out, double value) {
@@ -328,6 +338,15 @@ void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tens
   dispatch_dtype("where", out.dtype(), [&]<typename T>() {
     where_kernel<<<grid_for(n), kBlockSize>>>(
         layout, n, out.data_ptr<T>(), condition.data_ptr<bool>(), a.data_ptr<T>(), b.data_ptr<T>());
+    SG_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void uniform(const Tensor& out, uint64_t state) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  dispatch_floating("uniform", out.dtype(), [&]<typename T>() {
+    uniform_kernel<<<grid_for(n), kBlockSize>>>(out.data_ptr<T>(), n, state);
     SG_CUDA_CHECK_LAUNCH();
   });
 }

@@ -47,12 +47,13 @@ void dispatch_element_size(DType dtype, F&& f) {
 // out [outer, n, inner] = x [outer, D, inner] at rows index[0..n).
 template <typename E>
 __global__ void index_select_kernel(const E* x, const int64_t* index, E* out, int64_t total,
-                                    int64_t n, SliceShape s, int64_t dim, IndexErrorSlot errors) {
+                                    int64_t n, SliceShape s, int64_t dim, IndexErrorSlot errors,
+                                    int op) {
   for (int64_t e = first_index(); e < total; e += grid_stride()) {
     const int64_t i = e % s.inner, k = (e / s.inner) % n, o = e / (s.inner * n);
     const int64_t row = index[k];
     if (row < 0 || row >= s.D) {
-      report_bad_index(errors, IndexOp::IndexSelect, row, s.D, dim);
+      report_bad_index(errors, op, row, s.D, dim);
       continue;
     }
     out[e] = x[(o * s.D + row) * s.inner + i];
@@ -62,12 +63,13 @@ __global__ void index_select_kernel(const E* x, const int64_t* index, E* out, in
 // out [outer, D, inner] at rows index[k] += src [outer, n, inner] at row k.
 template <typename T>
 __global__ void index_add_kernel(T* out, const int64_t* index, const T* src, int64_t total,
-                                 int64_t n, SliceShape s, int64_t dim, IndexErrorSlot errors) {
+                                 int64_t n, SliceShape s, int64_t dim, IndexErrorSlot errors,
+                                 int op) {
   for (int64_t e = first_index(); e < total; e += grid_stride()) {
     const int64_t i = e % s.inner, k = (e / s.inner) % n, o = e / (s.inner * n);
     const int64_t row = index[k];
     if (row < 0 || row >= s.D) {
-      report_bad_index(errors, IndexOp::IndexAdd, row, s.D, dim);
+      report_bad_index(errors, op, row, s.D, dim);
       continue;
     }
     atomic_add(out + (o * s.D + row) * s.inner + i, src[e]);
@@ -114,11 +116,11 @@ GatherShape gather_shape_of(std::string_view op, const Shape& target, const Tens
 
 template <typename E>
 __global__ void gather_kernel(const E* x, const int64_t* index, E* out, int64_t total,
-                              GatherShape g, IndexErrorSlot errors) {
+                              GatherShape g, IndexErrorSlot errors, int op) {
   for (int64_t p = first_index(); p < total; p += grid_stride()) {
     const int64_t value = index[p];
     if (value < 0 || value >= g.dim_size) {
-      report_bad_index(errors, IndexOp::Gather, value, g.dim_size, g.dim);
+      report_bad_index(errors, op, value, g.dim_size, g.dim);
       continue;
     }
     out[p] = x[g.target_offset(p, value)];
@@ -127,11 +129,11 @@ __global__ void gather_kernel(const E* x, const int64_t* index, E* out, int64_t 
 
 template <typename T>
 __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, int64_t total,
-                                   GatherShape g, IndexErrorSlot errors) {
+                                   GatherShape g, IndexErrorSlot errors, int op) {
   for (int64_t p = first_index(); p < total; p += grid_stride()) {
     const int64_t value = index[p];
     if (value < 0 || value >= g.dim_size) {
-      report_bad_index(errors, IndexOp::ScatterAdd, value, g.dim_size, g.dim);
+      report_bad_index(errors, op, value, g.dim_size, g.dim);
       continue;
     }
     atomic_add(out + g.target_offset(p, value), src[p]);
@@ -140,7 +142,8 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, i
 
 }  // namespace
 
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                  std::string_view op) {
   const int64_t total = out.numel();
   if (total == 0) return;
   const SliceShape s = slice_shape_of(x.shape(), dim);
@@ -148,7 +151,7 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
   dispatch_element_size(x.dtype(), [&]<typename E>() {
     index_select_kernel<<<grid_for(total), kBlockSize>>>(
         static_cast<const E*>(x.raw_data()), index.data_ptr<int64_t>(),
-        static_cast<E*>(out.raw_data()), total, n, s, dim, index_error_slot());
+        static_cast<E*>(out.raw_data()), total, n, s, dim, index_error_slot(), index_op_id(op));
     SG_CUDA_CHECK_LAUNCH();
   });
 }
@@ -164,20 +167,21 @@ void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor
     } else {
       index_add_kernel<<<grid_for(total), kBlockSize>>>(
           out.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), total, n, s, dim,
-          index_error_slot());
+          index_error_slot(), index_op_id("index_add"));
       SG_CUDA_CHECK_LAUNCH();
     }
   });
 }
 
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+            std::string_view op) {
   const int64_t total = index.numel();
   if (total == 0) return;
-  const GatherShape g = gather_shape_of("gather", x.shape(), index, dim);
+  const GatherShape g = gather_shape_of(op, x.shape(), index, dim);
   dispatch_element_size(x.dtype(), [&]<typename E>() {
     gather_kernel<<<grid_for(total), kBlockSize>>>(
         static_cast<const E*>(x.raw_data()), index.data_ptr<int64_t>(),
-        static_cast<E*>(out.raw_data()), total, g, index_error_slot());
+        static_cast<E*>(out.raw_data()), total, g, index_error_slot(), index_op_id(op));
     SG_CUDA_CHECK_LAUNCH();
   });
 }
@@ -192,7 +196,7 @@ void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tens
     } else {
       scatter_add_kernel<<<grid_for(total), kBlockSize>>>(
           out.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), total, g,
-          index_error_slot());
+          index_error_slot(), index_op_id("scatter_add"));
       SG_CUDA_CHECK_LAUNCH();
     }
   });

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string_view>
 
 #include "autograd/backend/cuda/cuda_check.h"
 #include "autograd/backend/cuda/strided_layout.h"
@@ -155,11 +156,9 @@ __device__ inline void atomic_add(int64_t* p, int64_t v) {
 
 // ---- bad indices: a kernel cannot throw, so it leaves a note the host turns into sg::Error ----
 
-enum class IndexOp : int { IndexSelect, IndexAdd, Gather, ScatterAdd };
-
 // Lives in pinned host memory mapped into the device: the host reads it without a copy.
 struct IndexErrorRecord {
-  int op;
+  int op;  // index_op_id() of the public op that launched the kernel
   int64_t index, size, dim;
   int ready;  // written last: the fields above are complete
 };
@@ -170,17 +169,21 @@ struct IndexErrorSlot {
 };
 
 // The first thread (of any kernel) with a bad index writes the record; later ones do nothing.
-__device__ inline void report_bad_index(IndexErrorSlot slot, IndexOp op, int64_t index,
-                                        int64_t size, int64_t dim) {
+__device__ inline void report_bad_index(IndexErrorSlot slot, int op, int64_t index, int64_t size,
+                                        int64_t dim) {
   if (atomicCAS(slot.claimed, 0, 1) != 0) return;
   volatile IndexErrorRecord* r = slot.record;
-  r->op = static_cast<int>(op);
+  r->op = op;
   r->index = index;
   r->size = size;
   r->dim = dim;
   __threadfence_system();  // the fields reach the host before `ready` does
   r->ready = 1;
 }
+
+// The number a kernel writes into IndexErrorRecord::op for the public op named `op` ("gather",
+// "embedding", "cross_entropy"); the backend turns it back into the name for the error message.
+int index_op_id(std::string_view op);
 
 // For the current device (defined in cuda_backend.cu).
 IndexErrorSlot index_error_slot();

@@ -18,10 +18,12 @@
 #include "autograd/error.h"
 #include "autograd/shape.h"
 
+#ifndef SG_HOST_DEVICE  // also defined by autograd/generator.h
 #if defined(__CUDACC__)
 #define SG_HOST_DEVICE __host__ __device__
 #else
 #define SG_HOST_DEVICE
+#endif
 #endif
 
 namespace sg::cuda {

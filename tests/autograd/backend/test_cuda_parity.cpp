@@ -214,6 +214,28 @@ TEST_F(CudaDevice, ToGpuAndBackKeepsEveryDtype) {
   }
 }
 
+TEST_F(CudaDevice, ToIsDifferentiableAcrossDevices) {
+  // As in PyTorch: y = x.to('cuda'); y.sum().backward() fills x.grad on the CPU, and back.
+  Tensor x = randn_cpu({3, 4}, 2, kFloat64).requires_grad_(true);
+  Tensor w = randn_cpu({3, 4}, 3, kFloat64);
+  Tensor y = x.to(kGpu);
+  EXPECT_TRUE(y.requires_grad());
+  (y * on_gpu(w)).sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(x.grad().device(), kCPU);
+  EXPECT_TRUE(testing::tensors_equal(x.grad(), w));
+
+  Tensor leaf = on_gpu(randn_cpu({5}, 4)).requires_grad_(true);
+  Tensor back = (leaf * 3.0).to(kCPU);
+  back.sum().backward();
+  EXPECT_EQ(leaf.grad().device(), kGpu);
+  EXPECT_TRUE(testing::tensors_equal(leaf.grad().to(kCPU), full({5}, 3.0)));
+  if (!kSelfTest) {  // (on the CPU, to(kCPU) returns x itself)
+    NoGradGuard no_grad;
+    EXPECT_FALSE(x.to(kGpu).requires_grad()) << "no graph under NoGradGuard";
+  }
+}
+
 TEST_F(CudaDevice, FactoriesMakeTensorsOnTheGpu) {
   TensorOptions options = TensorOptions(kFloat32).device(kGpu);
   EXPECT_TRUE(matches(zeros({2, 3}, options), zeros({2, 3}), "zeros"));
@@ -677,6 +699,20 @@ TEST_F(CudaKernels, ABadIndexIsReportedAtTheNextCall) {
   EXPECT_TRUE(matches(x * 2.0, randn_cpu({3, 4}, 130) * 2.0, "after the error"));
   Tensor rows = on_gpu(from_vector(std::vector<int64_t>{-1}, {1}));
   EXPECT_SG_ERROR(index_select(x, 0, rows).to(kCPU), "index_select: index -1 is out of range");
+  // The ops that skip their host checks on a GPU (Note [Index checks on the device]) name
+  // themselves, as their CPU checks do.
+  Tensor ids = on_gpu(from_vector(std::vector<int64_t>{2, 7, 0}, {3}));
+  EXPECT_SG_ERROR(embedding(x, ids).to(kCPU),
+                  "embedding: token id 7 is out of range for 3 embeddings (found by a CUDA kernel");
+  Tensor targets = on_gpu(from_vector(std::vector<int64_t>{1, -100, 4}, {3}));
+  EXPECT_SG_ERROR(cross_entropy(x, targets).item<double>(),
+                  "cross_entropy: target 4 is out of range for 4 classes");
+  EXPECT_SG_ERROR(one_hot(ids, 5).to(kCPU), "one_hot: class value 7 is out of range for 5 classes");
+  // Targets equal to ignore_index are no error, and the mean counts only the others.
+  EXPECT_NEAR(
+      cross_entropy(x, on_gpu(from_vector(std::vector<int64_t>{1, -100, 3}, {3}))).item<double>(),
+      cross_entropy(x.to(kCPU), from_vector(std::vector<int64_t>{1, -100, 3}, {3})).item<double>(),
+      1e-5);
 }
 
 TEST_F(CudaParity, CatStackSplitChunk) {
@@ -720,7 +756,7 @@ TEST_F(CudaParity, ViewsAndCopies) {
 }
 
 TEST_F(CudaParity, DropoutDrawsTheSameMaskOnBothDevices) {
-  // The mask is drawn on the host from the default generator, then copied: one seed, one mask.
+  // The mask is computed on each device from the default generator's counter: one seed, one mask.
   const Tensor x = randn_cpu({50, 40}, 160);
   EXPECT_TRUE(parity(
       [](const auto& in) {
@@ -728,6 +764,32 @@ TEST_F(CudaParity, DropoutDrawsTheSameMaskOnBothDevices) {
         return dropout(in[0], 0.3);
       },
       {x}));
+}
+
+TEST_F(CudaKernels, UniformAndDropoutMasksAreBitForBitTheCpus) {
+  // Counter-based (Note [Counter-based random numbers]): each element's number is a function of
+  // (state, position) only, so the GPU's numbers are the CPU's exactly, and the generator moves
+  // on by the same amount on both devices.
+  for (DType dtype : {kFloat32, kFloat64}) {
+    for (uint64_t state : {0ull, 42ull, 0xFFFFFFFFFFFFFF00ull}) {
+      Tensor cpu = empty({3001}, dtype);
+      Tensor gpu = empty({3001}, TensorOptions(dtype).device(kGpu));
+      backend_for(kCPU).uniform(cpu, state);
+      backend_for(kGpu).uniform(gpu, state);
+      EXPECT_TRUE(testing::tensors_equal(gpu.to(kCPU), cpu)) << dtype << " state " << state;
+    }
+    const Tensor x = ones({257, 129}, dtype);
+    manual_seed(77);
+    Tensor mask_cpu = dropout(x, 0.4);
+    const uint64_t after_cpu = default_generator().state();
+    manual_seed(77);
+    Tensor mask_gpu = dropout(on_gpu(x), 0.4);
+    EXPECT_EQ(mask_gpu.device(), kGpu);
+    EXPECT_TRUE(testing::tensors_equal(mask_gpu.to(kCPU), mask_cpu)) << dtype;
+    EXPECT_EQ(default_generator().state(), after_cpu);
+    EXPECT_FALSE(testing::tensors_equal(dropout(on_gpu(x), 0.4).to(kCPU), mask_cpu))
+        << "the next call draws a new mask";
+  }
 }
 
 TEST_F(CudaParity, CrossEntropyWithPaddingAndSmoothing) {

@@ -54,6 +54,39 @@ TEST(DropoutTraining, ReproducibleWithManualSeed) {
   EXPECT_FALSE(tensors_equal(a, c));
 }
 
+TEST(DropoutTraining, MaskComesFromTheDefaultGeneratorsStream) {
+  // Element i survives when the i-th next_uniform() of the default generator, rounded to x's
+  // dtype, is below 1 - p (the same numbers sg::rand() draws), and the generator moves past them.
+  const int64_t n = 5000;
+  const double p = 0.35;
+  for (DType dtype : {kFloat32, kFloat64}) {
+    manual_seed(2024);
+    Tensor y = dropout(ones({50, n / 50}, dtype), p);
+    Generator reference(2024);
+    std::vector<double> expected(static_cast<size_t>(n));
+    for (double& e : expected) {
+      const double u = reference.next_uniform();
+      const bool keep =
+          dtype == kFloat32 ? static_cast<float>(u) < static_cast<float>(1.0 - p) : u < 1.0 - p;
+      e = keep ? (dtype == kFloat32 ? static_cast<double>(1.0f / static_cast<float>(1.0 - p))
+                                    : 1.0 / (1.0 - p))
+               : 0.0;
+    }
+    EXPECT_TRUE(tensors_near(y.to(kFloat64), from_vector(expected, {50, n / 50}, kFloat64), 1e-6))
+        << dtype;
+    EXPECT_EQ(default_generator().state(), reference.state()) << dtype;
+  }
+}
+
+TEST(DropoutTraining, MasksDifferBetweenCallsAndAcrossTheTensor) {
+  manual_seed(5);
+  Tensor x = ones({4, 256});
+  Tensor a = dropout(x, 0.5), b = dropout(x, 0.5);
+  // Two calls, and two rows of one call: 256 coin flips each, equal by chance with p = 2^-256.
+  EXPECT_FALSE(tensors_equal(a, b));
+  EXPECT_FALSE(tensors_equal(a.select(0, 0), a.select(0, 1)));
+}
+
 TEST(DropoutGrad, GradientIsTheScaledMask) {
   manual_seed(3);
   Tensor x = randn({6, 7}, TensorOptions(kFloat64).requires_grad(true));
