@@ -111,6 +111,11 @@ Tensor log_softmax(const Tensor& x, int64_t dim);  // dx = g - exp(y) Σ g
 // true entry is all zeros. The attention softmax, fused. dx = y ⊙ (g - Σ g⊙y)
 Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim = -1);
 
+// ---- the linear layer: ops/linear.cpp ----
+// y = x·Wᵀ + b with x [..., in], weight [out, in], bias [out] or undefined: nn::linear's math as
+// one op, the product accumulated onto the bias. dx = g·W, dW = gᵀ·x, db = Σ_rows g
+Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
 // ---- normalisation: ops/normalization.cpp ----
 // Layer norm over the last dims (those of normalized_shape) as one op; nn::layer_norm is the same
 // math composed from primitives. weight and bias may be undefined.

@@ -23,7 +23,8 @@ Tensor Linear::forward(const Tensor& x) {
   SG_CHECK(x.dim() >= 1 && x.size(-1) == in_features,
            "Linear: expected input with last dim {} (in_features), got shape {}", in_features,
            x.shape());
-  return linear(x, weight, bias);
+  // The fused op: the same math as linear() below, the product accumulated onto the bias.
+  return fused_linear(x, weight, bias);
 }
 
 std::string Linear::extra_repr() const {

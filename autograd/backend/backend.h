@@ -54,9 +54,11 @@ class Backend {
                       const Tensor& indices) = 0;
 
   // ---- linear algebra ----
-  // out[i] = a[i] · b[i] for a [batch, M, K], b [batch, K, N], out [batch, M, N]. a and b may be
-  // transposed views (either of their last two strides 1) and may have batch stride 0.
-  virtual void gemm(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // out[i] = a[i] · b[i] for a [batch, M, K], b [batch, K, N], out [batch, M, N] (contiguous), or
+  // out[i] += a[i] · b[i] when `accumulate` (BLAS's beta = 1: fused_linear adds its product onto
+  // the bias). a and b may be transposed views (either of their last two strides 1) and may have
+  // batch stride 0.
+  virtual void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) = 0;
 
   // ---- softmax ----
   // out = softmax(x) or log_softmax(x) along dim; x contiguous.

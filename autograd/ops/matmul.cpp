@@ -125,11 +125,13 @@ void gemm_into(const Tensor& a, const Tensor& b, const Shape& batch, const Tenso
   const int64_t out_dims = out.dim();
   if (b.dim() == 2 && a.dim() > 2 && dims_merge(a, 0, a.dim() - 1)) {
     backend.gemm(merge_dims(merge_dims(a, 0, a.dim() - 1), 0, 0), merge_dims(b, 0, 0),
-                 merge_dims(merge_dims(out, 0, out_dims - 1), 0, 0));  // [1, B*M, ..]
+                 merge_dims(merge_dims(out, 0, out_dims - 1), 0, 0),  // [1, B*M, ..]
+                 /*accumulate=*/false);
     return;
   }
   backend.gemm(as_batch_of_matrices(a, batch), as_batch_of_matrices(b, batch),
-               merge_dims(out, 0, static_cast<int64_t>(batch.size())));  // [B, M, N]
+               merge_dims(out, 0, static_cast<int64_t>(batch.size())),  // [B, M, N]
+               /*accumulate=*/false);
 }
 
 // A result (or its gradient) with the dims that vector operands lost put back: [.., M, N] again.

@@ -54,6 +54,70 @@ TEST(LinearGrad, GradcheckInputWeightAndBias) {
   EXPECT_TRUE(tensors_near(fc.bias.grad(), full({2}, 5.0, kFloat64), 0, 0));
 }
 
+// sg::fused_linear (autograd/ops/linear.cpp), which the module runs, against nn::linear, the same
+// math composed from matmul and add: values and every gradient, on the shapes a model feeds it.
+TEST(LinearFused, AgreesWithTheComposedLinear) {
+  struct Case {
+    Shape x;
+    bool transposed;  // x given as a transposed view: its rows are not laid end to end
+  };
+  for (const Case& c : {Case{{4, 3}, false}, Case{{2, 5, 3}, false}, Case{{3}, false},
+                        Case{{6, 3}, true}, Case{{0, 3}, false}}) {
+    for (DType dtype : {kFloat32, kFloat64}) {
+      Tensor x0 = random_leaf(c.x, 1).to(dtype);
+      if (c.transposed) x0 = random_leaf({c.x[1], c.x[0]}, 1).to(dtype).t();
+      Tensor w0 = random_leaf({2, 3}, 2).to(dtype), b0 = random_leaf({2}, 3).to(dtype);
+      auto leaves = [&] {
+        return std::vector<Tensor>{x0.detach().requires_grad_(), w0.detach().requires_grad_(),
+                                   b0.detach().requires_grad_()};
+      };
+      std::vector<Tensor> fused_in = leaves(), composed_in = leaves();
+      Tensor fused = fused_linear(fused_in[0], fused_in[1], fused_in[2]);
+      Tensor composed = linear(composed_in[0], composed_in[1], composed_in[2]);
+      ASSERT_EQ(fused.shape(), composed.shape());
+      const double tol = dtype == kFloat32 ? 1e-6 : 1e-12;
+      EXPECT_TRUE(tensors_near(fused, composed, tol, tol)) << fmt::format("{}", c.x);
+      Tensor weights = random_leaf(fused.shape(), 4).to(dtype).detach();
+      (fused * weights).sum().backward();
+      (composed * weights).sum().backward();
+      for (size_t i = 0; i < 3; ++i) {
+        ASSERT_TRUE(fused_in[i].grad().defined()) << fmt::format("{}", c.x) << " input " << i;
+        EXPECT_TRUE(tensors_near(fused_in[i].grad(), composed_in[i].grad(), tol, tol))
+            << fmt::format("{}", c.x) << " input " << i;
+      }
+    }
+  }
+}
+
+TEST(LinearFused, GradcheckAndWithoutBias) {
+  EXPECT_GRADCHECK([](const auto& in) { return fused_linear(in[0], in[1], in[2]); },
+                   {random_leaf({2, 4, 3}), random_leaf({5, 3}, 1), random_leaf({5}, 2)});
+  EXPECT_GRADCHECK([](const auto& in) { return fused_linear(in[0].t(), in[1], in[2]); },
+                   {random_leaf({3, 4}, 3), random_leaf({5, 3}, 4), random_leaf({5}, 5)});
+  EXPECT_GRADCHECK([](const auto& in) { return fused_linear(in[0], in[1]); },
+                   {random_leaf({4, 3}, 6), random_leaf({2, 3}, 7)});
+  // Only the gradients that are needed are computed: a frozen weight gets none.
+  Tensor x = random_leaf({4, 3}, 8), w = random_leaf({2, 3}, 9).detach(), b = random_leaf({2}, 10);
+  fused_linear(x, w, b).sum().backward();
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_TRUE(tensors_near(b.grad(), full({2}, 4.0, kFloat64), 0, 0));
+}
+
+TEST(LinearFused, ErrorsNameTheShapes) {
+  Tensor w = zeros({2, 3}), b = zeros({2});
+  EXPECT_SG_ERROR(
+      fused_linear(zeros({4, 5}), w, b),
+      "fused_linear: input of shape [4, 5] needs a last dim of 3 (the weight is [2, 3])");
+  EXPECT_SG_ERROR(fused_linear(zeros({4, 3}), w, zeros({3})),
+                  "fused_linear: bias must be [2] for a weight of shape [2, 3], got [3]");
+  EXPECT_SG_ERROR(fused_linear(zeros({4, 3}), zeros({2, 3}, kFloat64), b),
+                  "fused_linear: input, weight and bias must have one dtype, got float32, float64 "
+                  "and float32");
+  EXPECT_SG_ERROR(fused_linear(zeros({4, 3}, kInt64), w, b),
+                  "fused_linear: expected a float32 or float64 tensor, got int64");
+}
+
 TEST(LinearInit, UniformWithBoundOneOverSqrtFanIn) {
   // torch.nn.Linear: kaiming_uniform(a=√5) gives U(-1/√in, 1/√in) for the weight, the same bound
   // for the bias. For U(-b, b): max |w| ≈ b and variance b²/3.

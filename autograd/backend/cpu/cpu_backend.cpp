@@ -139,7 +139,9 @@ class CpuBackend final : public Backend {
               const Tensor& indices) override {
     cpu::reduce(op, x, reduced_dims, out, indices);
   }
-  void gemm(const Tensor& a, const Tensor& b, const Tensor& out) override { cpu::gemm(a, b, out); }
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override {
+    cpu::gemm(a, b, out, accumulate);
+  }
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
     cpu::softmax(x, dim, log, out);
   }

@@ -63,9 +63,9 @@ constexpr int64_t kPackElements = 256;  // bigger ones: OpenBLAS reads them fast
 
 template <typename T>
 void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
-                      int64_t N, int64_t K) {
-  if (b_cs == 1) {  // c = sum over k of a[k] * b[k, :]
-    std::fill(c, c + N, T(0));
+                      int64_t N, int64_t K, bool accumulate) {
+  if (b_cs == 1) {  // c (+)= sum over k of a[k] * b[k, :]
+    if (!accumulate) std::fill(c, c + N, T(0));
     for (int64_t k = 0; k < K; ++k) {
       const T ak = a[k * a_cs];
       const T* bk = b + k * b_rs;
@@ -77,7 +77,7 @@ void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_
   for (int64_t j = 0; j < N; ++j) {  // b transposed: dot products
     T acc = 0;
     for (int64_t k = 0; k < K; ++k) acc += a[k * a_cs] * b[k * b_rs + j * b_cs];
-    c[j] = acc;
+    c[j] = accumulate ? c[j] + acc : acc;
   }
 }
 
@@ -118,23 +118,26 @@ int64_t products_per_grain(int64_t work) {
 
 template <typename T>
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
-               int64_t lda, const T* b, int64_t ldb, T* c) {
+               int64_t lda, const T* b, int64_t ldb, T beta, T* c) {
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, a, int(lda), b, int(ldb), 0.0f,
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, a, int(lda), b, int(ldb), beta,
                 c, int(N));
   } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, a, int(lda), b, int(ldb), 0.0,
+    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, a, int(lda), b, int(ldb), beta,
                 c, int(N));
   }
 }
 
 template <typename T>
-void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   SG_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
            "matmul: sizes M={} N={} K={} exceed what BLAS can index", M, N, K);
   if (M == 0 || N == 0) return;
-  if (K == 0) return fill(out, 0.0);
+  if (K == 0) {  // a sum of nothing
+    if (!accumulate) fill(out, 0.0);
+    return;
+  }
   BlasMatrix A = as_blas_matrix(a), B = as_blas_matrix(b);
   const T* pa = A.data.data_ptr<T>();
   const T* pb = B.data.data_ptr<T>();
@@ -146,7 +149,7 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
     parallel_for(batch, products_per_grain(N * K), [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         row_times_matrix(pa + i * A.batch_stride, a_cs, pb + i * B.batch_stride, b_rs, b_cs,
-                         pc + i * N, N, K);
+                         pc + i * N, N, K, accumulate);
       }
     });
     return;
@@ -154,6 +157,7 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   const bool pack_a = batch > 1 && A.trans == CblasTrans && M * K <= kPackElements;
   const bool pack_b = batch > 1 && B.trans == CblasTrans && K * N <= kPackElements;
   const double flops = 2.0 * static_cast<double>(M * N * K);
+  const T beta = accumulate ? T(1) : T(0);
   BlasThreads threads(flops);  // per product: the products of a batch run one by one, or...
   auto products = [&](int64_t lo, int64_t hi) {
     std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
@@ -166,7 +170,7 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
       if (pack_b) pack_rows(bi, B.ld, K, N, packed_b);
       blas_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
                 pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi,
-                pack_b ? N : B.ld, pc + i * M * N);
+                pack_b ? N : B.ld, beta, pc + i * M * N);
     }
   };
   // ...a batch of products small enough to run single-threaded (attention's, one per head and
@@ -178,9 +182,10 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 }  // namespace
 
-void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
   warn_once_if_blas_is_slow();
-  dispatch_floating("matmul", out.dtype(), [&]<typename T>() { gemm_typed<T>(a, b, out); });
+  dispatch_floating("matmul", out.dtype(),
+                    [&]<typename T>() { gemm_typed<T>(a, b, out, accumulate); });
 }
 
 }  // namespace sg::cpu

@@ -184,9 +184,9 @@ class CudaBackend final : public Backend {
     Scope scope(*this);
     cuda::reduce(op, x, reduced_dims, out, indices);
   }
-  void gemm(const Tensor& a, const Tensor& b, const Tensor& out) override {
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override {
     Scope scope(*this);
-    cuda::gemm(a, b, out);
+    cuda::gemm(a, b, out, accumulate);
   }
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
     Scope scope(*this);

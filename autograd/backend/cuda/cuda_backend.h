@@ -43,7 +43,7 @@ void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tens
 void uniform(const Tensor& out, uint64_t state);
 void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
             const Tensor& indices);
-void gemm(const Tensor& a, const Tensor& b, const Tensor& out);
+void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate);
 void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out);
 void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                       const Tensor& out);

@@ -52,17 +52,17 @@ CublasMatrix as_cublas_matrix(const Tensor& m) {
 
 }  // namespace
 
-void gemm(const Tensor& a, const Tensor& b, const Tensor& out) {
+void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   SG_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && batch <= INT_MAX,
            "matmul: sizes M={} N={} K={} (batch {}) exceed what cuBLAS can index", M, N, K, batch);
   if (batch == 0 || M == 0 || N == 0) return;
-  if (K == 0) return fill(out, 0.0);
+  if (K == 0) return accumulate ? void() : fill(out, 0.0);  // a sum of nothing
   const CublasMatrix A = as_cublas_matrix(a), B = as_cublas_matrix(b);
   cublasHandle_t handle = cublas_handle();
   // Column-major Cᵀ [N, M] = Bᵀ [N, K] · Aᵀ [K, M]; ldc = N because C is row-major contiguous.
   dispatch_floating("matmul", out.dtype(), [&]<typename T>() {
-    const T alpha = 1, beta = 0;
+    const T alpha = 1, beta = accumulate ? 1 : 0;
     if constexpr (std::is_same_v<T, float>) {
       SG_CUBLAS_CHECK(cublas_api().sgemm_strided_batched(
           handle, B.op, A.op, int(N), int(M), int(K), &alpha, B.data.data_ptr<float>(), int(B.ld),

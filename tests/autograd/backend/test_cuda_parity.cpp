@@ -569,6 +569,14 @@ TEST_F(CudaParity, MatmulShapesTransposesAndBroadcasts) {
   EXPECT_TRUE(parity([](const auto& in) { return matmul(in[0], in[1].t()); },
                      {randn_cpu({130, 257}, 79), randn_cpu({190, 257}, 80)}))
       << "larger";
+  // fused_linear: the product accumulated onto the bias (cuBLAS's beta = 1), on [B, T, in] and on
+  // a transposed input.
+  EXPECT_TRUE(parity([](const auto& in) { return fused_linear(in[0], in[1], in[2]); },
+                     {randn_cpu({2, 7, 5}, 83), randn_cpu({6, 5}, 84), randn_cpu({6}, 85)}))
+      << "fused_linear";
+  EXPECT_TRUE(parity([](const auto& in) { return fused_linear(in[0].t(), in[1], in[2]); },
+                     {randn_cpu({5, 9}, 86), randn_cpu({6, 5}, 87), randn_cpu({6}, 88)}))
+      << "fused_linear, transposed input";
 }
 
 TEST_F(CudaKernels, GemmTakesBatchStrideZeroAndTransposedViewsWithoutCopies) {
@@ -577,8 +585,9 @@ TEST_F(CudaKernels, GemmTakesBatchStrideZeroAndTransposedViewsWithoutCopies) {
   Tensor a_batch = a.expand({4, 3, 5});
   Tensor b_t = b.transpose(1, 2);  // [4, 5, 2]
   Tensor out_cpu = empty({4, 3, 2}), out_gpu = empty({4, 3, 2}, TensorOptions().device(kGpu));
-  backend_for(kCPU).gemm(a_batch, b_t, out_cpu);
-  backend_for(kGpu).gemm(on_gpu(a).expand({4, 3, 5}), on_gpu(b).transpose(1, 2), out_gpu);
+  backend_for(kCPU).gemm(a_batch, b_t, out_cpu, /*accumulate=*/false);
+  backend_for(kGpu).gemm(on_gpu(a).expand({4, 3, 5}), on_gpu(b).transpose(1, 2), out_gpu,
+                         /*accumulate=*/false);
   EXPECT_TRUE(matches(out_gpu, out_cpu, "gemm"));
 }
 
