@@ -210,6 +210,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--metrics-json", options.metrics_json, "write the final metrics here");
   train_cmd->add_option("--log-jsonl", options.log_jsonl, "append one JSON line per evaluation");
   train_cmd->add_option("--device", options.device, "cpu | cuda");
+  train_cmd->add_option("--sync-every", options.sync_every,
+                        "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
+                        "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
   train_cmd->add_option("--threads", threads, "BLAS threads")->check(CLI::Range(1, 256));
 
   CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
@@ -246,6 +249,7 @@ int main(int argc, char** argv) {
       Config config = Config::preset_named(preset);
       overrides.apply(config);
       config.validate();
+      options.validate();
       return run_train(config, options);
     }
     if (*eval_cmd) return run_eval(checkpoint, samples, eval_seed, eval_metrics);

@@ -1,7 +1,8 @@
 // Training and evaluation of the copy-task Transformer.
 //
-// One step: a fresh batch, teacher forcing (the decoder reads tgt[:, :-1] and must predict
-// tgt[:, 1:]), cross-entropy ignoring padding, Adam with the Noam learning-rate schedule.
+// One step: zero_grad, a fresh batch, teacher forcing (the decoder reads tgt[:, :-1] and must
+// predict tgt[:, 1:]), cross-entropy ignoring padding, Adam with the Noam learning-rate schedule.
+// The loss and token accuracy stay on the device and are read back every sync_every steps.
 // Every eval_every steps the model greedily decodes fresh held-out sequences; the checkpoint with
 // the best held-out exact match is kept as model.safetensors (post-LN training is spiky, so the
 // last step is not always the best one), and last.safetensors + last.optim.safetensors hold the
@@ -35,6 +36,12 @@ struct TrainOptions {
   bool quiet = false;
   std::string metrics_json, log_jsonl;
   std::string device = "cpu";
+  // Steps between reads of the loss and token accuracy back to the host (one batched read); unset:
+  // 1 on the CPU, 25 on CUDA. Every evaluation, checkpoint and the end of training read first, so
+  // history, progress, metrics and checkpoints hold the same values whatever it is.
+  std::optional<int64_t> sync_every;
+
+  void validate() const;  // a clear error for --sync-every < 1
 };
 
 struct TrainSummary {

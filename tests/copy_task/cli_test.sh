@@ -48,10 +48,13 @@ head -c 100 /dev/urandom >"$dir/garbage.safetensors"
 expect_error "garbage.safetensors" decode --checkpoint "$dir/garbage.safetensors" "1 2 3"
 expect_error "garbage.safetensors" eval --checkpoint "$dir/garbage.safetensors"
 expect_error "--resume: no checkpoint" train --resume --steps 1 --out "$dir/empty"
+expect_error "--sync-every must be at least 1, got 0" train --sync-every 0 --steps 1 --out "$dir/x"
 
 # A quickly trained model for the decode paths (accuracy does not matter here).
 expect_ok "saved model" train --steps 20 --batch 8 --eval-every 10 --eval-samples 4 --final-samples 4 \
   --quiet --out "$dir/run"
+expect_ok "saved model" train --steps 20 --batch 8 --eval-every 10 --eval-samples 4 --final-samples 4 \
+  --sync-every 3 --quiet --out "$dir/run3"
 ckpt="$dir/run/model.safetensors"
 printf 'not a checkpoint of ours' >"$dir/truncated.safetensors"
 expect_error "truncated.safetensors" decode --checkpoint "$dir/truncated.safetensors" "1 2"

@@ -2,6 +2,7 @@
 // uninterrupted run, cached decoding equals recomputing the prefix, tasks make the right targets.
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -115,6 +116,61 @@ TEST(CopyTaskTraining, ResumeReproducesAnUninterruptedRun) {
   ASSERT_EQ(a.size(), 40u);
   EXPECT_EQ(a, b);  // bit for bit: weights, optimizer, data and dropout streams all restored
   fs::remove_all(straight);
+  fs::remove_all(o.out_dir);
+}
+
+TEST(CopyTaskTraining, SyncEveryChangesNoValue) {
+  // Reading the loss and accuracy back every 7 steps instead of every step: the same history,
+  // metrics, log lines and checkpoints, byte for byte. 7 divides neither eval_every nor
+  // checkpoint_every, so windows are cut short by evaluations and checkpoints too.
+  Config c = Config::preset_named("tiny");
+  c.batch = 16, c.steps = 40, c.eval_every = 10, c.eval_samples = 20, c.final_samples = 20;
+  c.checkpoint_every = 20;
+  c.dropout = 0.1;
+  auto run = [&](int64_t sync_every) {
+    TrainOptions o;
+    o.quiet = true;
+    o.sync_every = sync_every;
+    o.out_dir = temp_dir(fmt::format("sync{}", sync_every));
+    o.metrics_json = o.out_dir + "/metrics.json";
+    o.log_jsonl = o.out_dir + "/log.jsonl";
+    TrainSummary s = train(c, o);
+    EXPECT_EQ(s.steps, 40);
+    EXPECT_GT(s.median_ms_per_step, 0);
+    return o.out_dir;
+  };
+  std::string every = run(1), seventh = run(7);
+  auto bytes = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(in.good()) << path;
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (const char* file : {"model.safetensors", "last.safetensors", "last.optim.safetensors",
+                           "log.jsonl", "loss.svg", "accuracy.svg"}) {
+    EXPECT_EQ(bytes(every + "/" + file), bytes(seventh + "/" + file)) << file;
+  }
+  nlohmann::json a = nlohmann::json::parse(bytes(every + "/metrics.json"));
+  nlohmann::json b = nlohmann::json::parse(bytes(seventh + "/metrics.json"));
+  for (nlohmann::json* m : {&a, &b}) {  // wall-clock times: the only values that may differ
+    m->erase("train_seconds");
+    m->erase("median_ms_per_step");
+  }
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.at("final_loss").get<double>(), b.at("final_loss").get<double>());
+  auto md = sg::nn::load_safetensors(seventh + "/last.safetensors").metadata;
+  EXPECT_EQ(nlohmann::json::parse(md.at("history")).at("losses").size(), 40u);
+  fs::remove_all(every);
+  fs::remove_all(seventh);
+}
+
+TEST(CopyTaskOptions, SyncEveryMustBePositive) {
+  Config c = Config::preset_named("tiny");
+  TrainOptions o;
+  o.quiet = true;
+  o.out_dir = temp_dir("sync0");
+  o.sync_every = 0;
+  EXPECT_SG_ERROR(train(c, o), "--sync-every must be at least 1, got 0");
+  EXPECT_FALSE(fs::exists(o.out_dir + "/last.safetensors"));
   fs::remove_all(o.out_dir);
 }
 
