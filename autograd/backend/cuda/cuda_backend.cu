@@ -1,6 +1,6 @@
-// The CUDA backend object: finds the GPUs, owns each device's allocator, cuBLAS handle and
-// bad-index record, and forwards every kernel to backend/cuda/<family>.cu after making the
-// device current.
+// The CUDA backend object: finds the GPUs, owns each device's allocator, upload staging pool,
+// cuBLAS handle and bad-index record, and forwards every kernel to backend/cuda/<family>.cu after
+// making the device current.
 #include <cuda_runtime.h>
 
 #include <array>
@@ -13,6 +13,7 @@
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/cuda_check.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/backend/cuda/staging.h"
 
 namespace sg {
 
@@ -145,8 +146,9 @@ class CudaBackend final : public Backend {
   void copy_from_host(void* dst, const void* host_src, size_t nbytes) override {
     if (nbytes == 0) return;
     Scope scope(*this);
-    // From pageable memory: returns once the data is staged, so host_src may change right after.
-    SG_CUDA_CHECK(cudaMemcpy(dst, host_src, nbytes, cudaMemcpyHostToDevice));
+    // Through a pinned buffer, in stream order, without waiting for the GPU (staging.h); not a
+    // device-to-host copy, so device_to_host_copies does not count it.
+    staging_.upload(dst, host_src, nbytes);
   }
   void copy_to_host(void* host_dst, const void* src, size_t nbytes) override {
     if (nbytes == 0) return;
@@ -260,6 +262,7 @@ class CudaBackend final : public Backend {
   }
   cuda::IndexErrorSlot error_slot() const { return error_slot_; }
   CudaMemoryStats memory_stats() const { return allocator_.stats(); }
+  CudaStagingStats staging_stats() const { return staging_.stats(); }
   void empty_cache() {
     Scope scope(*this);
     allocator_.empty_cache();
@@ -296,6 +299,7 @@ class CudaBackend final : public Backend {
   int device_;
   std::string name_;
   cuda::CachingAllocator allocator_;
+  cuda::StagingPool staging_;
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;
   cuda::IndexErrorRecord* host_record_ = nullptr;
@@ -342,6 +346,10 @@ Backend& cuda_backend(int index) {
 
 CudaMemoryStats cuda_memory_stats(int index) {
   return static_cast<CudaBackend&>(cuda_backend(index)).memory_stats();
+}
+
+CudaStagingStats cuda_staging_stats(int index) {
+  return static_cast<CudaBackend&>(cuda_backend(index)).staging_stats();
 }
 
 void cuda_empty_cache(int index) { static_cast<CudaBackend&>(cuda_backend(index)).empty_cache(); }

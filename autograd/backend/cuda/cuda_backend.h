@@ -7,14 +7,15 @@
 // indexing.cu, and the fused layer_norm.cu and adam.cu), named like their CPU twins in
 // backend/cpu/. Everything runs on the device's
 // default stream, in order, so the host queues kernels without waiting for them; it waits for the
-// GPU when it reads data back (copy_to_host: Tensor::to(kCPU), item(), to_vector()) and, as CUDA
-// does for any copy from ordinary (pageable) host memory, when it uploads (copy_from_host).
+// GPU when it reads data back (copy_to_host: Tensor::to(kCPU), item(), to_vector()). Uploads
+// (copy_from_host) do not wait: they go through pinned staging buffers (staging.h).
 #pragma once
 
 #include <cstdint>
 
 #include "autograd/backend/backend.h"
 #include "autograd/backend/cuda/allocator.h"
+#include "autograd/backend/cuda/staging.h"
 
 namespace sg {
 
@@ -23,6 +24,8 @@ Backend& cuda_backend(int index);
 
 // The caching allocator's numbers for device `index` (see allocator.h).
 CudaMemoryStats cuda_memory_stats(int index = 0);
+// What device `index`'s upload staging pool has done (see staging.h).
+CudaStagingStats cuda_staging_stats(int index = 0);
 // Gives device `index`'s cached free blocks back to the driver.
 void cuda_empty_cache(int index = 0);
 // Waits until device `index` has run everything queued; throws a kernel's deferred error (a bad

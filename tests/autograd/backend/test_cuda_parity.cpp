@@ -6,9 +6,11 @@
 //
 // Parity is measured as PyTorch's tests do: relative error ||gpu - cpu|| / ||cpu|| over the whole
 // tensor, which must stay well under 1e-3 in float32 (kTolerance).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 
 #include "autograd/backend/backend.h"
 #include "tests/support/testing.h"
@@ -249,6 +251,62 @@ TEST_F(CudaDevice, FactoriesMakeTensorsOnTheGpu) {
   manual_seed(3);
   Tensor b = randn({4, 4});
   EXPECT_TRUE(matches(a, b, "randn", 0.0));
+}
+
+// copy_from_host returns before the GPU has copied anything (the bytes wait in a pinned staging
+// buffer, autograd/backend/cuda/staging.h): the caller may overwrite and free its buffer at once.
+TEST_F(CudaDevice, AnUploadDoesNotReadTheHostBufferAfterItReturns) {
+  Backend& backend = backend_for(kGpu);
+  std::vector<Tensor> uploaded;
+  std::vector<std::vector<float>> expected;
+  // Small ones (many share a staging buffer size, more than the pool keeps per size) and large.
+  std::vector<int64_t> sizes(100, 700);
+  for (int64_t n : {1, 1024, 1025, 300000, 5000000}) sizes.push_back(n);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto host = std::make_unique<std::vector<float>>(static_cast<size_t>(sizes[i]));
+    for (size_t k = 0; k < host->size(); ++k) (*host)[k] = static_cast<float>(i * 7 + k % 1000);
+    expected.push_back(*host);
+    Tensor dst = empty({sizes[i]}, TensorOptions(kFloat32).device(kGpu));
+    backend.copy_from_host(dst.raw_data(), host->data(), host->size() * sizeof(float));
+    std::fill(host->begin(), host->end(), -1.0f);  // overwritten, then freed, right after
+    host.reset();
+    uploaded.push_back(dst);
+  }
+  // The same through Tensor::to, the source tensor changed in place right after.
+  Tensor source = from_vector(std::vector<int64_t>{4, 8, 15, 16, 23, 42}, {2, 3});
+  Tensor moved = on_gpu(source);
+  source.fill_(0.0);
+  EXPECT_EQ(moved.to_vector<int64_t>(), (std::vector<int64_t>{4, 8, 15, 16, 23, 42}));
+  for (size_t i = 0; i < uploaded.size(); ++i) {
+    EXPECT_EQ(uploaded[i].to_vector<float>(), expected[i]) << "upload " << i;
+  }
+}
+
+// An upload runs in stream order: after the kernels queued before it (which still read the old
+// contents of the tensor it overwrites) and before those queued after it.
+TEST_F(CudaDevice, AnUploadQueuedBehindKernelsKeepsStreamOrder) {
+  const int64_t n = kSelfTest ? 64 : 2048;  // on a GPU: enough work to still be queued
+  Tensor a_cpu = randn_cpu({n, n}, 200) / std::sqrt(static_cast<double>(n));
+  Tensor a = on_gpu(a_cpu);
+  Tensor y = a, y_cpu = a_cpu;
+  for (int i = 0; i < 8; ++i) {
+    y = matmul(y, a);
+    y_cpu = matmul(y_cpu, a_cpu);
+  }
+  // Overwrite `a`, which the matmuls queued above read, and fill a fresh tensor; then queue a
+  // kernel that reads both uploads.
+  const std::vector<float> ones(static_cast<size_t>(n * n), 1.0f);
+  std::vector<float> counting(static_cast<size_t>(n));
+  for (size_t k = 0; k < counting.size(); ++k) counting[k] = static_cast<float>(k);
+  Tensor fresh = empty({n}, TensorOptions(kFloat32).device(kGpu));
+  backend_for(kGpu).copy_from_host(a.raw_data(), ones.data(), ones.size() * sizeof(float));
+  backend_for(kGpu).copy_from_host(fresh.raw_data(), counting.data(),
+                                   counting.size() * sizeof(float));
+  Tensor after = sum(a, {0}) + fresh;  // n + k
+  EXPECT_TRUE(matches(y, y_cpu, "matmuls queued before the upload", 1e-3));
+  EXPECT_TRUE(matches(a, full({n, n}, 1.0), "the uploaded tensor"));
+  EXPECT_TRUE(matches(after, arange(0, n, 1).to(kFloat32) + static_cast<double>(n),
+                      "a kernel queued after the uploads"));
 }
 
 TEST_F(CudaDevice, MixingDevicesIsAClearError) {
@@ -992,6 +1050,36 @@ TEST_F(CudaMemory, ReadingBackCountsDeviceToHostCopies) {
   EXPECT_EQ(cuda_device_to_host_copies(), before);
   (void)y.to_vector<float>();
   EXPECT_EQ(cuda_device_to_host_copies(), before + 1);
+  cuda_synchronize(0);
+}
+
+TEST_F(CudaMemory, UploadsAreStagedAndCountNoDeviceToHostCopy) {
+  Backend& backend = backend_for(kGpu);
+  // Work for the staged copies to queue behind: more uploads than the pool keeps per size.
+  Tensor a = on_gpu(randn_cpu({2048, 2048}, 210)) / 45.0;
+  Tensor y = a;
+  for (int i = 0; i < 4; ++i) y = matmul(y, a);
+  const int64_t copies = cuda_device_to_host_copies();
+  const CudaStagingStats before = cuda_staging_stats(0);
+  const std::vector<float> batch(1000, 1.0f);
+  std::vector<Tensor> uploaded;
+  for (int i = 0; i < 200; ++i) {
+    uploaded.push_back(empty({1000}, TensorOptions(kFloat32).device(kGpu)));
+    backend.copy_from_host(uploaded.back().raw_data(), batch.data(), batch.size() * sizeof(float));
+  }
+  // Over 64 MiB: the synchronous path.
+  const std::vector<float> big(cuda::StagingPool::kMaxStagedUpload / sizeof(float) + 1, 2.0f);
+  Tensor large = empty({static_cast<int64_t>(big.size())}, TensorOptions(kFloat32).device(kGpu));
+  backend.copy_from_host(large.raw_data(), big.data(), big.size() * sizeof(float));
+  const CudaStagingStats after = cuda_staging_stats(0);
+  EXPECT_EQ(cuda_device_to_host_copies(), copies) << "an upload is no device-to-host copy";
+  EXPECT_EQ(after.staged_uploads - before.staged_uploads, 200);
+  EXPECT_EQ(after.synchronous_uploads - before.synchronous_uploads, 1);
+  EXPECT_LE(after.pinned_bytes, static_cast<int64_t>(cuda::StagingPool::kMaxPinnedBytes));
+  EXPECT_GE(after.buffers, 1);
+  for (const Tensor& t : uploaded) EXPECT_EQ(t.sum().item<float>(), 1000.0f);
+  const int64_t end = large.size(0);
+  EXPECT_EQ(large.slice(0, end - 3, end).to_vector<float>(), std::vector<float>(3, 2.0f));
   cuda_synchronize(0);
 }
 #endif
