@@ -67,4 +67,14 @@ Shape infer_size(std::string_view op, const Shape& requested, int64_t numel) {
   return out;
 }
 
+DimLayout dim_layout(const Shape& shape, int64_t dim) {
+  DimLayout l;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < dim) l.outer *= shape[d];
+    if (d == dim) l.D = shape[d];
+    if (d > dim) l.inner *= shape[d];
+  }
+  return l;
+}
+
 }  // namespace sg

@@ -22,6 +22,13 @@ int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim);
 // Throws "op: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)".
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b);
 
+// A contiguous tensor of `shape` seen as [outer, D, inner] around `dim`: element (o, d, i) sits at
+// (o * D + d) * inner + i. Kernels that work along one dim (softmax, gather, index_select) use it.
+struct DimLayout {
+  int64_t outer = 1, D = 1, inner = 1;
+};
+DimLayout dim_layout(const Shape& shape, int64_t dim);
+
 // Fills in a single -1 in `requested` so that it holds `numel` elements, checking the total.
 Shape infer_size(std::string_view op, const Shape& requested, int64_t numel);
 

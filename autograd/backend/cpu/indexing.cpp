@@ -8,20 +8,6 @@ namespace sg::cpu {
 
 namespace {
 
-struct Layout {
-  int64_t outer = 1, D = 1, inner = 1;
-};
-
-Layout layout_of(const Shape& shape, int64_t dim) {
-  Layout l;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < dim) l.outer *= shape[d];
-    if (d == dim) l.D = shape[d];
-    if (d > dim) l.inner *= shape[d];
-  }
-  return l;
-}
-
 int64_t checked_index(std::string_view op, int64_t i, int64_t size, int64_t dim) {
   // Negative indices are an error, as in PyTorch's index_select and gather.
   SG_CHECK(i >= 0 && i < size, "{}: index {} is out of range for dim {} of size {}", op, i, dim,
@@ -59,7 +45,7 @@ void for_each_gathered(std::string_view op, const Shape& x_shape, const Tensor& 
 
 void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
                   std::string_view op) {
-  Layout l = layout_of(x.shape(), dim);
+  DimLayout l = dim_layout(x.shape(), dim);
   const int64_t n = index.numel();
   const int64_t* pi = index.data_ptr<int64_t>();
   dispatch_dtype("index_select", x.dtype(), [&]<typename T>() {
@@ -77,7 +63,7 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
 }
 
 void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
-  Layout l = layout_of(out.shape(), dim);
+  DimLayout l = dim_layout(out.shape(), dim);
   const int64_t n = index.numel();
   const int64_t* pi = index.data_ptr<int64_t>();
   dispatch_dtype("index_add", out.dtype(), [&]<typename T>() {

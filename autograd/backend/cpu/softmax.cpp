@@ -17,20 +17,6 @@ namespace sg::cpu {
 
 namespace {
 
-struct Layout {
-  int64_t outer = 1, D = 1, inner = 1;
-};
-
-Layout layout_of(const Shape& shape, int64_t dim) {
-  Layout l;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < dim) l.outer *= shape[d];
-    if (d == dim) l.D = shape[d];
-    if (d > dim) l.inner *= shape[d];
-  }
-  return l;
-}
-
 // Softmax of float32 rows shorter than kShortRow (attention over 10 keys): per-row loops would be
 // mostly vector prologue and scalar epilogue, and exp, the costly part, would run one element at a
 // time in the epilogue. So a block of rows is done in three passes: x - max (0 weight: -inf), then
@@ -147,7 +133,7 @@ void softmax_backward_rows(const float* pg, const float* py, float* po, int64_t 
 }  // namespace
 
 void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
-  Layout l = layout_of(x.shape(), x.dim() == 0 ? 0 : dim);
+  DimLayout l = dim_layout(x.shape(), x.dim() == 0 ? 0 : dim);
   if (x.dtype() == kFloat32 && l.inner == 1) {
     // Rows split over the thread pool: exp makes softmax compute-bound, so it scales.
     const float* px = x.data_ptr<float>();
@@ -185,7 +171,7 @@ void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
 
 void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                       const Tensor& out) {
-  Layout l = layout_of(y.shape(), y.dim() == 0 ? 0 : dim);
+  DimLayout l = dim_layout(y.shape(), y.dim() == 0 ? 0 : dim);
   if (y.dtype() == kFloat32 && l.inner == 1) {
     return softmax_backward_rows(grad.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(),
                                  l.outer, l.D, log);

@@ -16,20 +16,6 @@ namespace sg::cuda {
 
 namespace {
 
-struct SliceShape {  // a contiguous tensor as [outer, D, inner] around `dim`
-  int64_t outer = 1, D = 1, inner = 1;
-};
-
-SliceShape slice_shape_of(const Shape& shape, int64_t dim) {
-  SliceShape s;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < dim) s.outer *= shape[d];
-    if (d == dim) s.D = shape[d];
-    if (d > dim) s.inner *= shape[d];
-  }
-  return s;
-}
-
 // Elements are moved as raw bits of their size (1, 4 or 8 bytes): one kernel per size instead of
 // one per dtype, for the kernels that only copy.
 template <typename F>
@@ -47,7 +33,7 @@ void dispatch_element_size(DType dtype, F&& f) {
 // out [outer, n, inner] = x [outer, D, inner] at rows index[0..n).
 template <typename E>
 __global__ void index_select_kernel(const E* x, const int64_t* index, E* out, int64_t total,
-                                    int64_t n, SliceShape s, int64_t dim, IndexErrorSlot errors,
+                                    int64_t n, DimLayout s, int64_t dim, IndexErrorSlot errors,
                                     int op) {
   for (int64_t e = first_index(); e < total; e += grid_stride()) {
     const int64_t i = e % s.inner, k = (e / s.inner) % n, o = e / (s.inner * n);
@@ -63,7 +49,7 @@ __global__ void index_select_kernel(const E* x, const int64_t* index, E* out, in
 // out [outer, D, inner] at rows index[k] += src [outer, n, inner] at row k.
 template <typename T>
 __global__ void index_add_kernel(T* out, const int64_t* index, const T* src, int64_t total,
-                                 int64_t n, SliceShape s, int64_t dim, IndexErrorSlot errors,
+                                 int64_t n, DimLayout s, int64_t dim, IndexErrorSlot errors,
                                  int op) {
   for (int64_t e = first_index(); e < total; e += grid_stride()) {
     const int64_t i = e % s.inner, k = (e / s.inner) % n, o = e / (s.inner * n);
@@ -146,7 +132,7 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
                   std::string_view op) {
   const int64_t total = out.numel();
   if (total == 0) return;
-  const SliceShape s = slice_shape_of(x.shape(), dim);
+  const DimLayout s = dim_layout(x.shape(), dim);
   const int64_t n = index.numel();
   dispatch_element_size(x.dtype(), [&]<typename E>() {
     index_select_kernel<<<grid_for(total), kBlockSize>>>(
@@ -159,7 +145,7 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
 void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   const int64_t total = src.numel();
   if (total == 0) return;
-  const SliceShape s = slice_shape_of(out.shape(), dim);
+  const DimLayout s = dim_layout(out.shape(), dim);
   const int64_t n = index.numel();
   dispatch_dtype("index_add", out.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {

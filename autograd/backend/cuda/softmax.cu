@@ -18,20 +18,6 @@ namespace sg::cuda {
 
 namespace {
 
-struct SoftmaxShape {
-  int64_t outer = 1, D = 1, inner = 1;
-};
-
-SoftmaxShape shape_of(const Shape& shape, int64_t dim) {
-  SoftmaxShape s;
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < dim) s.outer *= shape[d];
-    if (d == dim) s.D = shape[d];
-    if (d > dim) s.inner *= shape[d];
-  }
-  return s;
-}
-
 template <typename T, typename Group>
 __device__ void softmax_row(const T* x, T* y, int64_t D, bool log, Group group) {
   // pass 1: the max, so exp never overflows
@@ -81,7 +67,7 @@ __global__ void softmax_block_kernel(const T* x, T* y, int64_t rows, int64_t D, 
 }
 
 template <typename T>
-__global__ void softmax_columns_kernel(const T* x, T* y, SoftmaxShape s, bool log) {
+__global__ void softmax_columns_kernel(const T* x, T* y, DimLayout s, bool log) {
   const int64_t n = s.outer * s.inner;
   for (int64_t t = first_index(); t < n; t += grid_stride()) {
     const int64_t base = (t / s.inner) * s.D * s.inner + t % s.inner;
@@ -120,7 +106,7 @@ __global__ void softmax_backward_block_kernel(const T* g, const T* y, T* dx, int
 }
 
 template <typename T>
-__global__ void softmax_backward_columns_kernel(const T* g, const T* y, T* dx, SoftmaxShape s,
+__global__ void softmax_backward_columns_kernel(const T* g, const T* y, T* dx, DimLayout s,
                                                 bool log) {
   const int64_t n = s.outer * s.inner;
   for (int64_t t = first_index(); t < n; t += grid_stride()) {
@@ -192,7 +178,7 @@ __global__ void masked_softmax_block_kernel(const T* x, const bool* mask,
 
 void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
   if (x.numel() == 0) return;
-  const SoftmaxShape s = shape_of(x.shape(), x.dim() == 0 ? 0 : dim);
+  const DimLayout s = dim_layout(x.shape(), x.dim() == 0 ? 0 : dim);
   dispatch_floating(log ? "log_softmax" : "softmax", x.dtype(), [&]<typename T>() {
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
@@ -214,7 +200,7 @@ void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
 void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                       const Tensor& out) {
   if (y.numel() == 0) return;
-  const SoftmaxShape s = shape_of(y.shape(), y.dim() == 0 ? 0 : dim);
+  const DimLayout s = dim_layout(y.shape(), y.dim() == 0 ? 0 : dim);
   dispatch_floating("softmax_backward", y.dtype(), [&]<typename T>() {
     const T* pg = grad.data_ptr<T>();
     const T* py = y.data_ptr<T>();
