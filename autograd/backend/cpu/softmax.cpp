@@ -76,16 +76,10 @@ void softmax_rows(const float* px, float* po, int64_t rows, int64_t D, bool log)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = px + r * D;
     float* y = po + r * D;
-    // The max, 8 lanes at a time (a NaN anywhere makes the row NaN through the sum below).
-    float lanes[8];
-    std::fill(lanes, lanes + 8, -std::numeric_limits<float>::infinity());
-    int64_t d0 = 0;
-    for (; d0 + 8 <= D; d0 += 8) {
-      for (int k = 0; k < 8; ++k) lanes[k] = lanes[k] > x[d0 + k] ? lanes[k] : x[d0 + k];
-    }
+    // The max (a NaN anywhere makes the row NaN through the sum below, whatever max does).
     float m = -std::numeric_limits<float>::infinity();
-    for (float lane : lanes) m = m > lane ? m : lane;
-    for (; d0 < D; ++d0) m = m > x[d0] ? m : x[d0];
+#pragma omp simd reduction(max : m)
+    for (int64_t d = 0; d < D; ++d) m = m > x[d] ? m : x[d];
     double total = 0;
     if (log) {
 #pragma omp simd reduction(+ : total)
@@ -220,22 +214,12 @@ template <typename T, bool kUnitStride>
 void masked_softmax_row(const T* x, const uint8_t* keep, int64_t ks, T* y, int64_t D) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t s = kUnitStride ? 1 : ks;
-  // The max over the kept entries, 8 lanes at a time.
-  T lanes[8];
-  std::fill(lanes, lanes + 8, kNegInf);
-  int64_t d0 = 0;
-  for (; d0 + 8 <= D; d0 += 8) {
-    for (int k = 0; k < 8; ++k) {
-      const T xv = x[d0 + k];  // read before choosing: a select, not a branch
-      const T v = keep[(d0 + k) * s] ? xv : kNegInf;
-      lanes[k] = lanes[k] > v ? lanes[k] : v;
-    }
-  }
+  // The max over the kept entries.
   T m = kNegInf;
-  for (T lane : lanes) m = m > lane ? m : lane;
-  for (; d0 < D; ++d0) {
-    const T xv = x[d0];
-    const T v = keep[d0 * s] ? xv : kNegInf;
+#pragma omp simd reduction(max : m)
+  for (int64_t d = 0; d < D; ++d) {
+    const T xv = x[d];  // read before choosing: a select, not a branch
+    const T v = keep[d * s] ? xv : kNegInf;
     m = m > v ? m : v;
   }
   if (m == kNegInf) {  // nothing to attend to (or only -inf scores): a row of zeros
