@@ -12,6 +12,7 @@
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu/tiny_gemm.h"
 #include "autograd/blas.h"
 #include "autograd/factory.h"
 
@@ -137,6 +138,19 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
   if (K == 0) {  // a sum of nothing
     if (!accumulate) fill(out, 0.0);
     return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (tiny_gemm_fits(M, N, K)) {  // attention over short sequences: no OpenBLAS call per pair
+      const StridedMatrices ma{a.data_ptr<float>(), a.stride(0), a.stride(1), a.stride(2)};
+      const StridedMatrices mb{b.data_ptr<float>(), b.stride(0), b.stride(1), b.stride(2)};
+      float* pc = out.data_ptr<float>();
+      return parallel_for(batch, products_per_grain(M * N * K), [&](int64_t lo, int64_t hi) {
+        tiny_gemm(hi - lo, M, N, K,
+                  {ma.data + lo * ma.batch_stride, ma.batch_stride, ma.row_stride, ma.col_stride},
+                  {mb.data + lo * mb.batch_stride, mb.batch_stride, mb.row_stride, mb.col_stride},
+                  pc + lo * M * N, accumulate);
+      });
+    }
   }
   BlasMatrix A = as_blas_matrix(a), B = as_blas_matrix(b);
   const T* pa = A.data.data_ptr<T>();
