@@ -196,6 +196,26 @@ void BM_sum_columns(benchmark::State& state) {
   set_bytes(state, x.numel() * 4);
 }
 
+// Merging attention heads: [B, H, T, Dh] read as [B, T, H, Dh] (a transposed view) and copied
+// into rows, what reshape does after attention; runs of Dh contiguous floats.
+void BM_merge_heads_copy(benchmark::State& state) {
+  sg::NoGradGuard no_grad;
+  sg::Tensor heads = sg::randn({state.range(0), state.range(1), state.range(2), state.range(3)});
+  sg::Tensor swapped = heads.transpose(1, 2);
+  for (auto _ : state) benchmark::DoNotOptimize(swapped.contiguous());
+  set_bytes(state, 2 * heads.numel() * 4);
+}
+
+// A bias broadcast into every row (what fused_linear writes before accumulating the product).
+void BM_broadcast_rows_copy(benchmark::State& state) {
+  sg::NoGradGuard no_grad;
+  sg::Tensor bias = sg::randn({state.range(1)});
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(bias.expand({state.range(0), state.range(1)}).contiguous());
+  }
+  set_bytes(state, state.range(0) * state.range(1) * 4);
+}
+
 // Shapes: tiny attention weights [80*4*10, 10], tiny activations [800, 32], medium attention
 // [32*8*64, 64], medium activations [2048, 256], annotated [800, 512] and a vocabulary [720, 11].
 BENCHMARK(BM_memcpy)->Arg(32000)->Arg(1 << 20)->UseRealTime();
@@ -213,6 +233,8 @@ BENCHMARK(BM_mul_broadcast_bias)->Args({800, 32})->Args({2048, 256})->UseRealTim
 BENCHMARK(BM_relu_backward)->Args({800, 64})->Args({2048, 1024})->UseRealTime();
 BENCHMARK(BM_masked_softmax)->Args({320, 10})->Args({256, 64})->UseRealTime();
 BENCHMARK(BM_sum_columns)->Args({800, 32})->Args({2048, 1024})->UseRealTime();
+BENCHMARK(BM_merge_heads_copy)->Args({80, 4, 11, 8})->Args({32, 8, 64, 32})->UseRealTime();
+BENCHMARK(BM_broadcast_rows_copy)->Args({880, 32})->Args({2048, 1024})->UseRealTime();
 
 }  // namespace
 

@@ -184,6 +184,32 @@ TEST(BackendCpuKernels, TensorsWithMoreDimsThanTheLoopMergesOnTheStack) {
   EXPECT_TRUE(tensors_near((p + p).contiguous(), copy * 2.0, 0, 0));
 }
 
+TEST(BackendCpuKernels, CopiesOfShortRowsPutEveryElementInItsPlace) {
+  // Merging attention heads, [B, H, T, Dh] -> [B, T, H, Dh]: rows of Dh contiguous elements, each
+  // with its own start. The row lengths with a fixed-size copy (4 ... 64) and others around them,
+  // in three dtypes; element (b, t, h, r) of the copy must be element (b, h, t, r) of x.
+  for (DType dtype : {kFloat32, kFloat64, kInt64}) {
+    for (int64_t row : {3, 4, 5, 8, 16, 31, 32, 64, 65}) {
+      const int64_t B = 3, H = 4, T = 5;
+      Tensor x = arange(static_cast<double>(B * H * T * row), dtype).view({B, H, T, row});
+      Tensor merged = x.transpose(1, 2).contiguous();
+      ASSERT_TRUE(merged.is_contiguous());
+      const std::vector<double> got = merged.to(kFloat64).to_vector<double>();
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t t = 0; t < T; ++t) {
+          for (int64_t h = 0; h < H; ++h) {
+            for (int64_t r = 0; r < row; ++r) {
+              const auto at = static_cast<size_t>(((b * T + t) * H + h) * row + r);
+              ASSERT_EQ(got[at], static_cast<double>(((b * H + h) * T + t) * row + r))
+                  << dtype_name(dtype) << " row " << row;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(BackendCpuKernels, ColumnAndRowSumsMatchASumInDouble) {
   Tensor x = randn({300, 7, 13});
   Tensor x64 = x.to(kFloat64);
