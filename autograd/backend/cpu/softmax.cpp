@@ -10,6 +10,7 @@
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu/short_softmax.h"
 #include "autograd/backend/cpu/strided_loop.h"
 #include "autograd/backend/cpu/vec_math.h"
 
@@ -69,6 +70,7 @@ void softmax_short_rows(const float* px, float* py, int64_t rows, int64_t D, Kee
 // The common case, float32 rows (the softmax over the keys of an attention, over a vocabulary):
 // vectorised loops and fast_exp. The normaliser still accumulates in double.
 void softmax_rows(const float* px, float* po, int64_t rows, int64_t D, bool log) {
+  if (!log && short_softmax_fits(D)) return short_softmax_rows(px, po, rows, D, nullptr, 0, 0);
   if (!log && D < kShortRow) {
     return softmax_short_rows(
         px, po, rows, D, [](int64_t) -> const uint8_t* { return nullptr; }, 0);
@@ -271,22 +273,27 @@ void masked_softmax_serial(const Tensor& x, const Tensor& mask, const Tensor& ou
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
     int64_t row = 0;  // x and out are contiguous: rows follow each other
-    for_each_run<1>(rows_shape, {&mask_row_strides},
-                    [&](const Offsets<1>& at, int64_t n, const Offsets<1>& step) {
-                      if constexpr (std::is_same_v<T, float>) {
-                        if (D < kShortRow) {
-                          softmax_short_rows(
-                              px + row * D, po + row * D, n, D,
-                              [&](int64_t i) { return pm + at[0] + i * step[0]; }, ks);
-                          row += n;
-                          return;
-                        }
-                      }
-                      for (int64_t i = 0; i < n; ++i, ++row) {
-                        masked_softmax_row(px + row * D, pm + at[0] + i * step[0], ks, po + row * D,
-                                           D);
-                      }
-                    });
+    for_each_run<1>(
+        rows_shape, {&mask_row_strides},
+        [&](const Offsets<1>& at, int64_t n, const Offsets<1>& step) {
+          if constexpr (std::is_same_v<T, float>) {
+            if (short_softmax_fits(D)) {
+              short_softmax_rows(px + row * D, po + row * D, n, D, pm + at[0], step[0], ks);
+              row += n;
+              return;
+            }
+            if (D < kShortRow) {
+              softmax_short_rows(
+                  px + row * D, po + row * D, n, D,
+                  [&](int64_t i) { return pm + at[0] + i * step[0]; }, ks);
+              row += n;
+              return;
+            }
+          }
+          for (int64_t i = 0; i < n; ++i, ++row) {
+            masked_softmax_row(px + row * D, pm + at[0] + i * step[0], ks, po + row * D, D);
+          }
+        });
   });
 }
 

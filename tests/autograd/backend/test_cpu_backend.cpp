@@ -4,7 +4,9 @@
 // small and packed matrix products, short softmax rows) against the plain ops.
 #include "autograd/backend/cpu/cpu_backend.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <thread>
@@ -245,6 +247,50 @@ TEST(BackendCpuKernels, ShortAndLongSoftmaxRowsMatchDoublePrecision) {
         tensors_near(log_softmax(x, 1), log_softmax(x.to(kFloat64), 1).to(kFloat32), 1e-5, 1e-5))
         << D;
   }
+}
+
+TEST(BackendCpuKernels, ShortSoftmaxRowsMatchDoublePrecisionForEveryMaskLayout) {
+  // Rows of up to 16 floats take the AVX-512 kernel where the CPU has it (short_softmax.h), the
+  // portable loops elsewhere; float64 always takes the portable loops, so it is the reference.
+  // Masks laid out every way attention makes them: one byte per entry, a transposed view (stride
+  // != 1 along the row), one byte per row (broadcast along it), one row for all rows.
+  for (int64_t D = 1; D <= 17; ++D) {
+    Tensor x = randn({6, 5, D}) * 4.0;
+    Tensor x64 = x.to(kFloat64);
+    EXPECT_TRUE(tensors_near(softmax(x, -1), softmax(x64, -1).to(kFloat32), 1e-6, 1e-5)) << D;
+    const std::vector<Tensor> masks = {rand({6, 5, D}).gt(0.3),
+                                       (rand({6, D, 5}).gt(0.3)).transpose(1, 2),
+                                       rand({6, 5, 1}).gt(0.5), rand({D}).gt(0.3)};
+    for (size_t k = 0; k < masks.size(); ++k) {
+      Tensor want = masked_softmax(x64, masks[k], -1).to(kFloat32);
+      EXPECT_TRUE(tensors_near(masked_softmax(x, masks[k], -1), want, 1e-6, 1e-5))
+          << "D " << D << " mask layout " << k;
+    }
+  }
+}
+
+TEST(BackendCpuKernels, ShortSoftmaxRowsKeepTheSpecialValuesRules) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  // Row 0: nothing kept -> zeros. Row 1: a NaN where masked -> never read. Row 2: a NaN where kept
+  // -> the row is NaN. Row 3: scores near exp's limits (and -inf kept) -> exact 0 and 1.
+  Tensor x = from_vector<double>({1, 2, 3,     //
+                                  kNaN, 0, 0,  //
+                                  kNaN, 0, 0,  //
+                                  -kInf, -1000, 1000},
+                                 {4, 3}, kFloat32);
+  Tensor keep = from_vector<double>({0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}, {4, 3}, kFloat32).gt(0.5);
+  const std::vector<float> y = masked_softmax(x, keep, -1).to_vector<float>();
+  for (int d = 0; d < 3; ++d) EXPECT_EQ(y[d], 0.0f);
+  EXPECT_EQ(y[3], 0.0f);
+  EXPECT_FLOAT_EQ(y[4], 0.5f);
+  for (int d = 6; d < 9; ++d) EXPECT_TRUE(std::isnan(y[d])) << d;
+  EXPECT_EQ(y[9], 0.0f);
+  EXPECT_EQ(y[10], 0.0f);
+  EXPECT_EQ(y[11], 1.0f);
+  // Unmasked, a row of -inf has no largest entry: NaN, as in PyTorch.
+  const std::vector<float> z = softmax(full({1, 4}, -kInf), -1).to_vector<float>();
+  for (float v : z) EXPECT_TRUE(std::isnan(v));
 }
 
 }  // namespace
