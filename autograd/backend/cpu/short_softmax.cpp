@@ -8,6 +8,7 @@
 #define SG_SHORT_SOFTMAX_AVX512 1
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -24,7 +25,7 @@ namespace sg::cpu {
 
 namespace {
 
-constexpr int64_t kMaxRow = 16;
+constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
 
 #define SG_AVX512 gnu::target("avx512f,avx512bw,avx512vl")
 
@@ -54,47 +55,106 @@ constexpr int64_t kMaxRow = 16;
   return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);  // NaN stays NaN
 }
 
-// The sum of 16 floats, in double.
-[[SG_AVX512, gnu::always_inline]] inline double sum16(__m512 v) {
-  const __m512d low = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-  const __m512d high = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0x4E)));
-  return _mm512_reduce_add_pd(_mm512_add_pd(low, high));
+// acc + the 16 floats of v, in double (8 lanes).
+[[SG_AVX512, gnu::always_inline]] inline __m512d add16(__m512 v, __m512d acc) {
+  acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+  return _mm512_add_pd(acc,
+                       _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0x4E))));
 }
 
-// Lanes [0, D) of the row whose mask bytes say "take part".
+// acc + sum over d of a[d] * b[d] for 16 floats each, multiplied and summed in double.
+[[SG_AVX512, gnu::always_inline]] inline __m512d dot16(__m512 a, __m512 b, __m512d acc) {
+  const __m512 a_high = _mm512_shuffle_f32x4(a, a, 0x4E), b_high = _mm512_shuffle_f32x4(b, b, 0x4E);
+  acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                        _mm512_cvtps_pd(_mm512_castps512_ps256(b)), acc);
+  return _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a_high)),
+                         _mm512_cvtps_pd(_mm512_castps512_ps256(b_high)), acc);
+}
+
+// The lanes of each of a row's V registers that hold one of its D elements.
+template <int V>
+struct RowLanes {
+  __mmask16 lanes[V];
+  explicit RowLanes(int64_t D) {
+    for (int v = 0; v < V; ++v) {
+      const int64_t n = std::clamp<int64_t>(D - 16 * v, 0, 16);
+      lanes[v] = static_cast<__mmask16>((1u << n) - 1);
+    }
+  }
+};
+
+// Of register v's lanes, those whose mask byte says "take part".
 [[SG_AVX512, gnu::always_inline]] inline __mmask16 kept_lanes(const uint8_t* keep,
-                                                              int64_t keep_stride, __mmask16 row) {
-  if (keep_stride == 0) return *keep ? row : __mmask16{0};
-  uint8_t bytes[kMaxRow];
+                                                              int64_t keep_stride,
+                                                              __mmask16 lanes) {
+  if (keep_stride == 0) return *keep ? lanes : __mmask16{0};
+  uint8_t bytes[16];
   const uint8_t* from = keep;
   if (keep_stride != 1) {
-    for (int d = 0; d < kMaxRow; ++d) bytes[d] = (row >> d) & 1 ? keep[d * keep_stride] : 0;
+    for (int d = 0; d < 16; ++d) bytes[d] = (lanes >> d) & 1 ? keep[d * keep_stride] : 0;
     from = bytes;
   }
-  const __m128i mask_bytes = _mm_maskz_loadu_epi8(row, from);
-  return _mm_mask_test_epi8_mask(row, mask_bytes, mask_bytes);
+  const __m128i mask_bytes = _mm_maskz_loadu_epi8(lanes, from);
+  return _mm_mask_test_epi8_mask(lanes, mask_bytes, mask_bytes);
 }
 
+// Forward, rows of D <= 16 V floats.
+template <int V>
 [[SG_AVX512]] void rows_avx512(const float* x, float* y, int64_t rows, int64_t D,
                                const uint8_t* keep, int64_t keep_row_stride, int64_t keep_stride) {
-  const __mmask16 row = static_cast<__mmask16>((1u << D) - 1);
+  const RowLanes<V> row(D);
   const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t r = 0; r < rows; ++r) {
-    const __mmask16 kept =
-        keep == nullptr ? row : kept_lanes(keep + r * keep_row_stride, keep_stride, row);
     // Masked entries (and the lanes past D) are -inf: they do not change the max, and their exp
     // is exactly 0. A masked x may be anything, even NaN: it is never read.
-    const __m512 v = _mm512_mask_loadu_ps(minus_inf, kept, x + r * D);
-    const float m = _mm512_reduce_max_ps(v);
+    __m512 v[V];
+    __m512 largest = minus_inf;
+    for (int i = 0; i < V; ++i) {
+      const __mmask16 kept = keep == nullptr
+                                 ? row.lanes[i]
+                                 : kept_lanes(keep + r * keep_row_stride + 16 * i * keep_stride,
+                                              keep_stride, row.lanes[i]);
+      v[i] = _mm512_mask_loadu_ps(minus_inf, kept, x + r * D + 16 * i);
+      largest = _mm512_max_ps(largest, v[i]);
+    }
+    const float m = _mm512_reduce_max_ps(largest);
     if (keep != nullptr && m == -std::numeric_limits<float>::infinity()) {
-      _mm512_mask_storeu_ps(y + r * D, row, _mm512_setzero_ps());  // nothing to attend to
+      for (int i = 0; i < V; ++i) {  // nothing to attend to
+        _mm512_mask_storeu_ps(y + r * D + 16 * i, row.lanes[i], _mm512_setzero_ps());
+      }
       continue;
     }
     // (Unmasked, a row of -inf gives -inf - -inf = NaN everywhere, as in PyTorch.)
-    const __m512 e = _mm512_maskz_mov_ps(row, exp16(_mm512_sub_ps(v, _mm512_set1_ps(m))));
-    const double total = sum16(e);
-    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / total));
-    _mm512_mask_storeu_ps(y + r * D, row, _mm512_mul_ps(e, inv));
+    __m512d total = _mm512_setzero_pd();
+    for (int i = 0; i < V; ++i) {
+      v[i] = _mm512_maskz_mov_ps(row.lanes[i], exp16(_mm512_sub_ps(v[i], _mm512_set1_ps(m))));
+      total = add16(v[i], total);
+    }
+    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / _mm512_reduce_add_pd(total)));
+    for (int i = 0; i < V; ++i) {
+      _mm512_mask_storeu_ps(y + r * D + 16 * i, row.lanes[i], _mm512_mul_ps(v[i], inv));
+    }
+  }
+}
+
+// Backward, dx = y * (g - sum(g * y)), rows of D <= 16 V floats.
+template <int V>
+[[SG_AVX512]] void backward_rows_avx512(const float* g, const float* y, float* dx, int64_t rows,
+                                        int64_t D) {
+  const RowLanes<V> row(D);
+  for (int64_t r = 0; r < rows; ++r) {
+    __m512 gv[V], yv[V];
+    __m512d dot = _mm512_setzero_pd();
+    for (int i = 0; i < V; ++i) {
+      gv[i] = _mm512_maskz_loadu_ps(row.lanes[i], g + r * D + 16 * i);
+      yv[i] = _mm512_maskz_loadu_ps(row.lanes[i], y + r * D + 16 * i);
+      dot = dot16(gv[i], yv[i], dot);
+    }
+    const __m512 s = _mm512_set1_ps(static_cast<float>(_mm512_reduce_add_pd(dot)));
+    for (int i = 0; i < V; ++i) {
+      _mm512_mask_storeu_ps(dx + r * D + 16 * i, row.lanes[i],
+                            _mm512_mul_ps(yv[i], _mm512_sub_ps(gv[i], s)));
+    }
   }
 }
 
@@ -114,7 +174,32 @@ void short_softmax_rows(const float* x, float* y, int64_t rows, int64_t D, const
                         int64_t keep_row_stride, int64_t keep_stride) {
   SG_CHECK(D >= 1 && D <= kMaxRow, "short_softmax: rows of {} elements, the kernel takes 1 to {}",
            D, kMaxRow);
-  rows_avx512(x, y, rows, D, keep, keep_row_stride, keep_stride);
+  switch ((D + 15) / 16) {  // registers per row
+    case 1:
+      return rows_avx512<1>(x, y, rows, D, keep, keep_row_stride, keep_stride);
+    case 2:
+      return rows_avx512<2>(x, y, rows, D, keep, keep_row_stride, keep_stride);
+    case 3:
+      return rows_avx512<3>(x, y, rows, D, keep, keep_row_stride, keep_stride);
+    default:
+      return rows_avx512<4>(x, y, rows, D, keep, keep_row_stride, keep_stride);
+  }
+}
+
+void short_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows,
+                                 int64_t D) {
+  SG_CHECK(D >= 1 && D <= kMaxRow, "short_softmax: rows of {} elements, the kernel takes 1 to {}",
+           D, kMaxRow);
+  switch ((D + 15) / 16) {
+    case 1:
+      return backward_rows_avx512<1>(g, y, dx, rows, D);
+    case 2:
+      return backward_rows_avx512<2>(g, y, dx, rows, D);
+    case 3:
+      return backward_rows_avx512<3>(g, y, dx, rows, D);
+    default:
+      return backward_rows_avx512<4>(g, y, dx, rows, D);
+  }
 }
 
 #else  // no AVX-512 kernel in this build: softmax.cpp's portable path does every row
@@ -122,6 +207,10 @@ void short_softmax_rows(const float* x, float* y, int64_t rows, int64_t D, const
 bool short_softmax_fits(int64_t) { return false; }
 
 void short_softmax_rows(const float*, float*, int64_t, int64_t, const uint8_t*, int64_t, int64_t) {
+  SG_FAIL("short_softmax: this build has no AVX-512 kernel (short_softmax_fits is always false)");
+}
+
+void short_softmax_backward_rows(const float*, const float*, float*, int64_t, int64_t) {
   SG_FAIL("short_softmax: this build has no AVX-512 kernel (short_softmax_fits is always false)");
 }
 

@@ -168,6 +168,10 @@ void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
 void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                       const Tensor& out) {
   DimLayout l = dim_layout(y.shape(), y.dim() == 0 ? 0 : dim);
+  if (y.dtype() == kFloat32 && l.inner == 1 && !log && short_softmax_fits(l.D)) {
+    return short_softmax_backward_rows(grad.data_ptr<float>(), y.data_ptr<float>(),
+                                       out.data_ptr<float>(), l.outer, l.D);
+  }
   if (y.dtype() == kFloat32 && l.inner == 1) {
     return softmax_backward_rows(grad.data_ptr<float>(), y.data_ptr<float>(), out.data_ptr<float>(),
                                  l.outer, l.D, log);

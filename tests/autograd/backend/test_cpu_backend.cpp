@@ -250,22 +250,31 @@ TEST(BackendCpuKernels, ShortAndLongSoftmaxRowsMatchDoublePrecision) {
 }
 
 TEST(BackendCpuKernels, ShortSoftmaxRowsMatchDoublePrecisionForEveryMaskLayout) {
-  // Rows of up to 16 floats take the AVX-512 kernel where the CPU has it (short_softmax.h), the
+  // Rows of up to 64 floats take the AVX-512 kernels where the CPU has them (short_softmax.h), the
   // portable loops elsewhere; float64 always takes the portable loops, so it is the reference.
   // Masks laid out every way attention makes them: one byte per entry, a transposed view (stride
-  // != 1 along the row), one byte per row (broadcast along it), one row for all rows.
-  for (int64_t D = 1; D <= 17; ++D) {
+  // != 1 along the row), one byte per row (broadcast along it), one row for all rows. Backward:
+  // the gradient of sum(softmax(x) * c) for a random c.
+  std::vector<int64_t> lengths;
+  for (int64_t D = 1; D <= 17; ++D) lengths.push_back(D);
+  for (int64_t D : {31, 32, 33, 47, 48, 49, 63, 64, 65}) lengths.push_back(D);
+  for (int64_t D : lengths) {
     Tensor x = randn({6, 5, D}) * 4.0;
     Tensor x64 = x.to(kFloat64);
     EXPECT_TRUE(tensors_near(softmax(x, -1), softmax(x64, -1).to(kFloat32), 1e-6, 1e-5)) << D;
     const std::vector<Tensor> masks = {rand({6, 5, D}).gt(0.3),
-                                       (rand({6, D, 5}).gt(0.3)).transpose(1, 2),
+                                       rand({6, D, 5}).gt(0.3).transpose(1, 2),
                                        rand({6, 5, 1}).gt(0.5), rand({D}).gt(0.3)};
     for (size_t k = 0; k < masks.size(); ++k) {
       Tensor want = masked_softmax(x64, masks[k], -1).to(kFloat32);
       EXPECT_TRUE(tensors_near(masked_softmax(x, masks[k], -1), want, 1e-6, 1e-5))
           << "D " << D << " mask layout " << k;
     }
+    Tensor c = randn({6, 5, D});
+    Tensor leaf = x.detach().requires_grad_(true), leaf64 = x64.detach().requires_grad_(true);
+    (softmax(leaf, -1) * c).sum().backward();
+    (softmax(leaf64, -1) * c.to(kFloat64)).sum().backward();
+    EXPECT_TRUE(tensors_near(leaf.grad(), leaf64.grad().to(kFloat32), 1e-6, 1e-5)) << D;
   }
 }
 
