@@ -8,6 +8,7 @@
 #include <numbers>
 #include <type_traits>
 
+#include "autograd/backend/cpu/copy_rows.h"
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/parallel.h"
 #include "autograd/backend/cpu/strided_loop.h"
@@ -260,68 +261,8 @@ void fill_serial(const Tensor& out, double value) {
   });
 }
 
-// One row of a fixed number of elements: the compiler emits a few vector moves (std::copy_n would
-// call memmove).
-template <int64_t Row, typename T>
-void copy_row(T* __restrict out, const T* __restrict in) {
-  for (int64_t i = 0; i < Row; ++i) out[i] = in[i];
-}
-
-// Copies rows of `Row` contiguous elements whose starts the loop over the outer dims gives.
-template <int64_t Row, typename T>
-void copy_rows_of(const MergedDims<2>& rows, T* dst, const T* src) {
-  auto run = [&](const Offsets<2>& at, int64_t n, const Offsets<2>& step) {
-    for (int64_t r = 0; r < n; ++r)
-      copy_row<Row>(dst + at[0] + r * step[0], src + at[1] + r * step[1]);
-  };
-  for_each_merged_run(rows, Offsets<2>{}, run);
-}
-
-// A copy whose innermost contiguous runs are short (merging attention heads: runs of head_dim
-// floats; their gradients, the other way): one call of the strided loop per run costs more than
-// the run, 2-3x memcpy's time for runs of 8 floats (bench_kernels, merge_heads_copy). So the
-// rows' starts are walked as the runs and each row is copied with a fixed-size copy. False when
-// the copy is not of that kind.
-template <typename T>
-bool copy_short_rows(const Tensor& src, const Tensor& dst) {
-  MergedDims<2> m;
-  if (!merge_dims(dst.shape(), {&dst.strides(), &src.strides()}, 0, dst.shape().size(), m) ||
-      m.empty || m.ndim < 2) {
-    return false;
-  }
-  const size_t inner = m.ndim - 1;
-  if (m.strides[0][inner] != 1 || m.strides[1][inner] != 1) return false;
-  MergedDims<2> rows = m;  // the same dims without the innermost: one run per row
-  rows.ndim = inner;
-  T* d = dst.data_ptr<T>();
-  const T* s = src.data_ptr<T>();
-  switch (m.sizes[inner]) {
-    case 4:
-      copy_rows_of<4>(rows, d, s);
-      return true;
-    case 8:
-      copy_rows_of<8>(rows, d, s);
-      return true;
-    case 16:
-      copy_rows_of<16>(rows, d, s);
-      return true;
-    case 32:
-      copy_rows_of<32>(rows, d, s);
-      return true;
-    case 64:
-      copy_rows_of<64>(rows, d, s);
-      return true;
-    default:
-      return false;
-  }
-}
-
 void copy_serial(const Tensor& src, const Tensor& dst) {
-  if (src.dtype() == dst.dtype()) {
-    const bool done = dispatch_dtype("copy", dst.dtype(),
-                                     [&]<typename T>() { return copy_short_rows<T>(src, dst); });
-    if (done) return;
-  }
+  if (copy_short_rows(src, dst)) return;  // rows of 4-64 contiguous elements (copy_rows.h)
   dispatch_dtype("copy", dst.dtype(), [&]<typename D>() {
     dispatch_dtype("copy", src.dtype(), [&]<typename S>() {
       map1<D, S>(src, dst, [](S v) { return static_cast<D>(v); });

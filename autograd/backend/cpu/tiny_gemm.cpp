@@ -55,7 +55,8 @@ template <int R>
     const float* bi = b.data + i * b.batch_stride;
     int64_t b_rs = b.row_stride;
     if (b.col_stride != 1) {  // b transposed (attention's keys): copy its columns into rows
-      for (int64_t k = 0; k < K; ++k) {
+      const bool copied = i > 0 && b.batch_stride == 0;  // one b for the batch: copied already
+      for (int64_t k = 0; k < K && !copied; ++k) {
         for (int64_t j = 0; j < N; ++j) {
           rows_of_b[k * kMaxCols + j] = bi[k * b.row_stride + j * b.col_stride];
         }
