@@ -6,15 +6,18 @@
 //   dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)),   dw = Σ_rows g · x̂,   db = Σ_rows g.
 // The composed version (nn::layer_norm) runs about ten kernels forward and twenty backward, each a
 // pass over the tensor with its own temporary; here it is two passes each way. Sums accumulate in
-// double, as in reduce.cpp (docs/design.md, "Float sums accumulate in double").
+// double, as in reduce.cpp (docs/design.md, "Float sums accumulate in double"). Float rows of at
+// most 64 take the AVX-512 kernels of short_layer_norm.h where the CPU has them.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu/short_layer_norm.h"
 
 namespace sg::cpu {
 
@@ -24,6 +27,12 @@ namespace {
 template <typename T>
 void forward_rows(int64_t lo, int64_t hi, int64_t D, const T* px, const T* w, const T* b,
                   double eps, T* py, T* pmean, T* prstd) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (short_layer_norm_fits(D)) {
+      return short_layer_norm_rows(px + lo * D, w, b, eps, py + lo * D, pmean + lo, prstd + lo,
+                                   hi - lo, D);
+    }
+  }
   for (int64_t r = lo; r < hi; ++r) {
     const T* xr = px + r * D;
     T* yr = py + r * D;
@@ -77,6 +86,13 @@ struct BackwardRows {
   bool want_dw, want_db;
 
   void run(int64_t lo, int64_t hi, double* sums) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (short_layer_norm_fits(D)) {
+        return short_layer_norm_backward_rows(
+            g + lo * D, x + lo * D, mean + lo, rstd + lo, w, dx != nullptr ? dx + lo * D : nullptr,
+            hi - lo, D, want_dw ? sums : nullptr, want_db ? sums + D : nullptr);
+      }
+    }
     std::vector<T> buffers(2 * static_cast<size_t>(D));
     T* xhat = buffers.data();
     T* ghat = buffers.data() + D;

@@ -2,21 +2,17 @@
 // gnu::target use AVX-512 instructions, and short_softmax_fits checks the CPU first.
 #include "autograd/backend/cpu/short_softmax.h"
 
+#include "autograd/backend/cpu/avx512_rows.h"
 #include "autograd/error.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define SG_SHORT_SOFTMAX_AVX512 1
-#include <immintrin.h>
-
-#include <algorithm>
+#ifdef SG_AVX512_ROWS
 #include <cmath>
-#include <cstring>
 #include <limits>
 #endif
 
 namespace sg::cpu {
 
-#ifdef SG_SHORT_SOFTMAX_AVX512
+#ifdef SG_AVX512_ROWS
 
 // GCC 12 warns that the _mm512_undefined_ps() inside many AVX-512 intrinsics "may be used
 // uninitialised" once they are inlined (GCC bug 105593, fixed in GCC 13): not a bug here.
@@ -25,9 +21,12 @@ namespace sg::cpu {
 
 namespace {
 
-constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
+using avx512::add16;
+using avx512::cpu_has_avx512;
+using avx512::dot16;
+using avx512::RowLanes;
 
-#define SG_AVX512 gnu::target("avx512f,avx512bw,avx512vl")
+constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
 
 // fast_exp (vec_math.h) on 16 lanes: the same Cephes polynomial; 2^n applied by scalef.
 [[SG_AVX512, gnu::always_inline]] inline __m512 exp16(__m512 x) {
@@ -54,34 +53,6 @@ constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
   y = _mm512_mask_mov_ps(y, tiny, _mm512_setzero_ps());
   return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);  // NaN stays NaN
 }
-
-// acc + the 16 floats of v, in double (8 lanes).
-[[SG_AVX512, gnu::always_inline]] inline __m512d add16(__m512 v, __m512d acc) {
-  acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-  return _mm512_add_pd(acc,
-                       _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0x4E))));
-}
-
-// acc + sum over d of a[d] * b[d] for 16 floats each, multiplied and summed in double.
-[[SG_AVX512, gnu::always_inline]] inline __m512d dot16(__m512 a, __m512 b, __m512d acc) {
-  const __m512 a_high = _mm512_shuffle_f32x4(a, a, 0x4E), b_high = _mm512_shuffle_f32x4(b, b, 0x4E);
-  acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
-                        _mm512_cvtps_pd(_mm512_castps512_ps256(b)), acc);
-  return _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a_high)),
-                         _mm512_cvtps_pd(_mm512_castps512_ps256(b_high)), acc);
-}
-
-// The lanes of each of a row's V registers that hold one of its D elements.
-template <int V>
-struct RowLanes {
-  __mmask16 lanes[V];
-  explicit RowLanes(int64_t D) {
-    for (int v = 0; v < V; ++v) {
-      const int64_t n = std::clamp<int64_t>(D - 16 * v, 0, 16);
-      lanes[v] = static_cast<__mmask16>((1u << n) - 1);
-    }
-  }
-};
 
 // Of register v's lanes, those whose mask byte says "take part".
 [[SG_AVX512, gnu::always_inline]] inline __mmask16 kept_lanes(const uint8_t* keep,
@@ -156,12 +127,6 @@ template <int V>
                             _mm512_mul_ps(yv[i], _mm512_sub_ps(gv[i], s)));
     }
   }
-}
-
-bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has;
 }
 
 }  // namespace

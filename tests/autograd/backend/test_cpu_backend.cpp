@@ -278,6 +278,45 @@ TEST(BackendCpuKernels, ShortSoftmaxRowsMatchDoublePrecisionForEveryMaskLayout) 
   }
 }
 
+TEST(BackendCpuKernels, ShortLayerNormRowsMatchDoublePrecision) {
+  // Float rows of up to 64 take the AVX-512 kernels where the CPU has them (short_layer_norm.h),
+  // the portable loops elsewhere; float64 always takes the portable loops: the reference. With and
+  // without the affine weight and bias, and with only some of the gradients wanted. 300 rows: the
+  // weight and bias gradients sum over many rows in the kernel's registers.
+  std::vector<int64_t> lengths;
+  for (int64_t D = 1; D <= 17; ++D) lengths.push_back(D);
+  for (int64_t D : {31, 32, 33, 47, 48, 49, 63, 64, 65}) lengths.push_back(D);
+  for (int64_t D : lengths) {
+    // A row of two close values is ill-conditioned in float (x - mean cancels), on any path.
+    const double tol = D == 2 ? 5e-3 : 1e-4;
+    Tensor x = randn({3, 100, D}) * 3.0 + 1.5, g = randn({3, 100, D});
+    Tensor w = randn({D}), b = randn({D});
+    for (int affine = 0; affine < 2; ++affine) {
+      Tensor xl = x.detach().requires_grad_(true), x64 = x.to(kFloat64).requires_grad_(true);
+      Tensor wl = affine ? w.detach().requires_grad_(true) : Tensor();
+      Tensor bl = affine ? b.detach().requires_grad_(true) : Tensor();
+      Tensor w64 = affine ? w.to(kFloat64).requires_grad_(true) : Tensor();
+      Tensor b64 = affine ? b.to(kFloat64).requires_grad_(true) : Tensor();
+      Tensor y = fused_layer_norm(xl, {D}, wl, bl, 1e-5);
+      Tensor y64 = fused_layer_norm(x64, {D}, w64, b64, 1e-5);
+      EXPECT_TRUE(tensors_near(y, y64.to(kFloat32), tol / 10, tol / 10))
+          << "D " << D << " affine " << affine;
+      y.backward(g);
+      y64.backward(g.to(kFloat64));
+      EXPECT_TRUE(tensors_near(xl.grad(), x64.grad().to(kFloat32), tol / 10, tol)) << D;
+      if (affine) {
+        EXPECT_TRUE(tensors_near(wl.grad(), w64.grad().to(kFloat32), tol, tol)) << D;
+        EXPECT_TRUE(tensors_near(bl.grad(), b64.grad().to(kFloat32), tol, tol)) << D;
+        // Only the parameters' gradients (x is a constant): the kernel's dx == nullptr path.
+        Tensor w2 = w.detach().requires_grad_(true), b2 = b.detach().requires_grad_(true);
+        fused_layer_norm(x, {D}, w2, b2, 1e-5).backward(g);
+        EXPECT_TRUE(tensors_near(w2.grad(), wl.grad(), 1e-6, 1e-6)) << D;
+        EXPECT_TRUE(tensors_near(b2.grad(), bl.grad(), 1e-6, 1e-6)) << D;
+      }
+    }
+  }
+}
+
 TEST(BackendCpuKernels, ShortSoftmaxRowsKeepTheSpecialValuesRules) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();

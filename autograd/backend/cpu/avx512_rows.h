@@ -1,0 +1,57 @@
+// What the AVX-512 kernels over short rows share (short_softmax.cpp, short_layer_norm.cpp): a row
+// of D <= 64 floats is 1 to 4 registers of 16 lanes, the lanes past D masked off, and sums are
+// taken in double (8 lanes per register). Only functions marked SG_AVX512 use these
+// instructions; callers check cpu_has_avx512() first, so the rest of the build stays portable.
+// Include only where SG_AVX512_ROWS is defined (x86-64 with GCC or Clang).
+#pragma once
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SG_AVX512_ROWS 1
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+// For the functions that use AVX-512 (the byte and 128/256-bit forms too, for masks and halves).
+#define SG_AVX512 gnu::target("avx512f,avx512bw,avx512vl")
+
+namespace sg::cpu::avx512 {
+
+// Whether this CPU runs the SG_AVX512 functions.
+inline bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+}
+
+// The lanes of each of a row's V registers that hold one of its D elements.
+template <int V>
+struct RowLanes {
+  __mmask16 lanes[V];
+  explicit RowLanes(int64_t D) {
+    for (int v = 0; v < V; ++v) {
+      const int64_t n = std::clamp<int64_t>(D - 16 * v, 0, 16);
+      lanes[v] = static_cast<__mmask16>((1u << n) - 1);
+    }
+  }
+};
+
+// acc + the 16 floats of v, in double (8 lanes).
+[[SG_AVX512, gnu::always_inline]] inline __m512d add16(__m512 v, __m512d acc) {
+  acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+  return _mm512_add_pd(acc,
+                       _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0x4E))));
+}
+
+// acc + sum over d of a[d] * b[d] for 16 floats each, multiplied and summed in double.
+[[SG_AVX512, gnu::always_inline]] inline __m512d dot16(__m512 a, __m512 b, __m512d acc) {
+  const __m512 a_high = _mm512_shuffle_f32x4(a, a, 0x4E), b_high = _mm512_shuffle_f32x4(b, b, 0x4E);
+  acc = _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a)),
+                        _mm512_cvtps_pd(_mm512_castps512_ps256(b)), acc);
+  return _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a_high)),
+                         _mm512_cvtps_pd(_mm512_castps512_ps256(b_high)), acc);
+}
+
+}  // namespace sg::cpu::avx512
+
+#endif
