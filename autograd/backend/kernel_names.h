@@ -36,7 +36,9 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(UnaryOp::Count
     "pow",  "clamp",   "square", "logical_not"};
 static_assert(kUnaryOpNames.size() == static_cast<size_t>(UnaryOp::Count));
 
-// y = f(a, b), elementwise. Comparisons and logic write bool.
+// y = f(a, b), elementwise. Comparisons and logic write bool. ReluGrad is relu's backward in one
+// pass, PyTorch's threshold_backward: 0 where b (relu's output) is <= 0, else a (the gradient), so
+// a NaN output passes its gradient on.
 enum class BinaryOp {
   Add,
   Sub,
@@ -45,6 +47,7 @@ enum class BinaryOp {
   Pow,
   Maximum,
   Minimum,
+  ReluGrad,
   Eq,
   Ne,
   Lt,
@@ -56,8 +59,8 @@ enum class BinaryOp {
   Count
 };
 inline constexpr std::array<std::string_view, static_cast<size_t>(BinaryOp::Count)> kBinaryOpNames =
-    {"add", "sub", "mul", "div", "pow", "maximum",     "minimum",   "eq",
-     "ne",  "lt",  "le",  "gt",  "ge",  "logical_and", "logical_or"};
+    {"add", "sub", "mul", "div", "pow", "maximum", "minimum",     "relu_grad",
+     "eq",  "ne",  "lt",  "le",  "gt",  "ge",      "logical_and", "logical_or"};
 static_assert(kBinaryOpNames.size() == static_cast<size_t>(BinaryOp::Count));
 
 constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }

@@ -102,11 +102,14 @@ Tensor relu(const Tensor& x) {
   SG_PROFILE_OP("relu");
   check_not_bool("relu", x);
   Tensor y = apply(UnaryOp::Relu, x);
-  // gradient flows where the input was positive (0 at the kink, as in PyTorch)
-  // (where(y > 0, g, 0) rather than g * (y > 0): the bool mask need not become a float tensor)
+  // The gradient flows where the output is not <= 0 (0 at the kink; a NaN passes g on, as in
+  // PyTorch): where(y <= 0, 0, g) as one kernel pass over g and y (the composition would write a
+  // bool mask, then read it back with g: half as much memory traffic again on [tokens, d_ff]).
   return record("relu", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
     const Tensor& out = sy.get();
-    return Grads{where(out.gt(0.0), g, zeros({}, g.options()))};
+    Tensor dx = empty(out.shape(), g.options());
+    backend_for(g.device()).binary(BinaryOp::ReluGrad, g, out, dx);
+    return Grads{dx};
   });
 }
 

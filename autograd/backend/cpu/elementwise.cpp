@@ -138,7 +138,7 @@ void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, d
       case UnaryOp::Square:
         return map1<T, T>(x, out, [](T v) { return static_cast<T>(v * v); });
       case UnaryOp::Relu:
-        return map1<T, T>(x, out, [](T v) { return v > T(0) ? v : T(0); });
+        return map1<T, T>(x, out, [](T v) { return v <= T(0) ? T(0) : v; });  // NaN stays NaN
       case UnaryOp::Clamp: {
         // NaN passes through, as in PyTorch.
         T lo =
@@ -216,6 +216,8 @@ void binary_typed(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& o
         return map2<T, T>(a, b, out, [](T x, T y) { return (is_nan(x) || x > y) ? x : y; });
       case BinaryOp::Minimum:
         return map2<T, T>(a, b, out, [](T x, T y) { return (is_nan(x) || x < y) ? x : y; });
+      case BinaryOp::ReluGrad:  // a select, not a product (0 * inf would be NaN)
+        return map2<T, T>(a, b, out, [](T g, T y) { return y <= T(0) ? T(0) : g; });
       case BinaryOp::Eq:
         return map2<bool, T>(a, b, out, [](T x, T y) { return x == y; });
       case BinaryOp::Ne:

@@ -129,7 +129,7 @@ struct UnaryFn {
       case UnaryOp::Square:
         return static_cast<T>(v * v);
       case UnaryOp::Relu:
-        return v > T(0) ? v : T(0);
+        return v <= T(0) ? T(0) : v;  // NaN stays NaN, as in PyTorch
       case UnaryOp::Clamp: {
         T r = v < alpha ? alpha : v;  // NaN passes through, as in PyTorch
         return r > beta ? beta : r;
@@ -212,6 +212,8 @@ struct ArithmeticFn {
         return (dev_isnan(x) || x > y) ? x : y;  // NaN wins, as in PyTorch
       case BinaryOp::Minimum:
         return (dev_isnan(x) || x < y) ? x : y;
+      case BinaryOp::ReluGrad:
+        return y <= T(0) ? T(0) : x;
       default:
         break;
     }

@@ -1,5 +1,8 @@
 // Elementwise unary ops: values vs PyTorch, float64 gradchecks (also on non-contiguous inputs),
 // and dtype handling.
+#include <cmath>
+#include <limits>
+
 #include "tests/support/golden.h"
 #include "tests/support/testing.h"
 
@@ -100,6 +103,23 @@ TEST(UnaryTest, DtypeRules) {
                   "clamp: at least one of min and max");
   // min > max sets everything to max, as in PyTorch
   EXPECT_EQ(clamp(tensor({-1, 5}), 2, 1).to_vector<float>(), (std::vector<float>{1, 1}));
+}
+
+TEST(UnaryTest, ReluGradientAtTheKinkAndForNaN) {
+  // PyTorch's threshold_backward: 0 where the output is <= 0 (the kink included), else g, so a
+  // NaN input passes its gradient on. On a broadcast gradient (a stride-0 view) and a strided one.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = tensor({-1.0, 0.0, 2.0, nan}).requires_grad_(true);
+  Tensor y = relu(x);
+  EXPECT_TRUE(std::isnan(y.to_vector<float>()[3]));  // NaN stays NaN, as in PyTorch
+  y.backward(tensor({5.0, 6.0, 7.0, 8.0}));
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{0, 0, 7, 8}));
+  Tensor m = tensor({-1.0, 3.0, 0.5, -2.0, 4.0, 0.0}).reshape({2, 3}).requires_grad_(true);
+  relu(m).sum().backward();
+  EXPECT_EQ(m.grad().to_vector<float>(), (std::vector<float>{0, 1, 1, 0, 1, 0}));
+  Tensor t = m.detach().requires_grad_(true);
+  relu(t.t()).backward(tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}).reshape({3, 2}));
+  EXPECT_EQ(t.grad().to_vector<float>(), (std::vector<float>{0, 3, 5, 0, 4, 0}));
 }
 
 TEST(UnaryTest, StableAtTheExtremes) {
