@@ -221,6 +221,18 @@ TEST(BackendCpuKernels, ColumnAndRowSumsMatchASumInDouble) {
   }
   // A transposed view: its "columns" are strided rows.
   EXPECT_TRUE(tensors_near(x.transpose(0, 2).sum({2}), x64.sum({0}).t().to(kFloat32), 1e-5));
+  // Column sums take rows four at a time: row counts that leave 1, 2 and 3 over, and fewer than 4.
+  // The reference is summed here, by hand (float64 sums run the same kernel).
+  for (int64_t rows : {1, 2, 3, 5, 6, 7, 803}) {
+    Tensor bias_grad = randn({rows, 32});
+    const std::vector<float> values = bias_grad.to_vector<float>();
+    std::vector<double> want(32, 0.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < 32; ++c) want[c] += values[r * 32 + c];
+    }
+    const std::vector<float> got = bias_grad.sum({0}).to_vector<float>();
+    for (int64_t c = 0; c < 32; ++c) EXPECT_NEAR(got[c], want[c], 1e-5 * (1 + std::abs(want[c])));
+  }
 }
 
 TEST(BackendCpuKernels, SmallAndPackedProductsMatchDoublePrecision) {
