@@ -45,40 +45,60 @@ template <int V>
   for (int64_t d = 0; d < D; ++d) out[d] += lanes[d];
 }
 
+// Forward of R rows from row r, side by side (as short_softmax.cpp's row_group: one row is a
+// long chain of dependent steps, sums, square root, division, that the CPU overlaps with the next
+// rows' only when they are written together).
+template <int V, int R>
+[[SG_AVX512, gnu::always_inline]] inline void forward_group(const float* x, const __m512* wv,
+                                                            const __m512* bv, double eps, float* y,
+                                                            float* mean, float* rstd, int64_t r,
+                                                            int64_t D, const RowLanes<V>& row) {
+  const double inv_d = 1.0 / static_cast<double>(D);
+  __m512 v[R][V];
+  float m[R], s[R];
+  for (int j = 0; j < R; ++j) {
+    __m512d sum = _mm512_setzero_pd();
+    for (int i = 0; i < V; ++i) {
+      v[j][i] = _mm512_maskz_loadu_ps(row.lanes[i], x + (r + j) * D + 16 * i);  // 0 past D
+      sum = add16(v[j][i], sum);
+    }
+    m[j] = static_cast<float>(_mm512_reduce_add_pd(sum) * inv_d);
+  }
+  // The variance from the centred values (two passes: no cancellation); past D they stay 0.
+  for (int j = 0; j < R; ++j) {
+    __m512d squares = _mm512_setzero_pd();
+    for (int i = 0; i < V; ++i) {
+      v[j][i] = _mm512_maskz_sub_ps(row.lanes[i], v[j][i], _mm512_set1_ps(m[j]));
+      squares = add16(_mm512_mul_ps(v[j][i], v[j][i]), squares);
+    }
+    s[j] = static_cast<float>(1.0 / std::sqrt(_mm512_reduce_add_pd(squares) * inv_d + eps));
+  }
+  for (int j = 0; j < R; ++j) {
+    mean[r + j] = m[j];
+    rstd[r + j] = s[j];
+    for (int i = 0; i < V; ++i) {
+      const __m512 normalised = _mm512_mul_ps(v[j][i], _mm512_set1_ps(s[j]));
+      _mm512_mask_storeu_ps(y + (r + j) * D + 16 * i, row.lanes[i],
+                            _mm512_fmadd_ps(normalised, wv[i], bv[i]));
+    }
+  }
+}
+
 template <int V>
 [[SG_AVX512]] void forward_avx512(const float* x, const float* w, const float* b, double eps,
                                   float* y, float* mean, float* rstd, int64_t rows, int64_t D) {
   const RowLanes<V> row(D);
-  const double inv_d = 1.0 / static_cast<double>(D);
   __m512 wv[V], bv[V];  // the affine weight and bias, loaded once (1 and 0 when absent)
   for (int i = 0; i < V; ++i) {
     wv[i] = w != nullptr ? _mm512_maskz_loadu_ps(row.lanes[i], w + 16 * i) : _mm512_set1_ps(1.0f);
     bv[i] = b != nullptr ? _mm512_maskz_loadu_ps(row.lanes[i], b + 16 * i) : _mm512_setzero_ps();
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * D;
-    __m512 v[V];
-    __m512d sum = _mm512_setzero_pd();
-    for (int i = 0; i < V; ++i) {
-      v[i] = _mm512_maskz_loadu_ps(row.lanes[i], xr + 16 * i);  // lanes past D are 0
-      sum = add16(v[i], sum);
-    }
-    const auto m = static_cast<float>(_mm512_reduce_add_pd(sum) * inv_d);
-    // The variance from the centred values (two passes: no cancellation); past D they stay 0.
-    __m512d squares = _mm512_setzero_pd();
-    for (int i = 0; i < V; ++i) {
-      v[i] = _mm512_maskz_sub_ps(row.lanes[i], v[i], _mm512_set1_ps(m));
-      squares = add16(_mm512_mul_ps(v[i], v[i]), squares);
-    }
-    const auto s = static_cast<float>(1.0 / std::sqrt(_mm512_reduce_add_pd(squares) * inv_d + eps));
-    mean[r] = m;
-    rstd[r] = s;
-    for (int i = 0; i < V; ++i) {
-      const __m512 normalised = _mm512_mul_ps(v[i], _mm512_set1_ps(s));
-      _mm512_mask_storeu_ps(y + r * D + 16 * i, row.lanes[i],
-                            _mm512_fmadd_ps(normalised, wv[i], bv[i]));
-    }
+  constexpr int kGroup = V <= 2 ? 4 : 2;  // as many rows as the registers hold
+  int64_t r = 0;
+  for (; r + kGroup <= rows; r += kGroup) {
+    forward_group<V, kGroup>(x, wv, bv, eps, y, mean, rstd, r, D, row);
   }
+  for (; r < rows; ++r) forward_group<V, 1>(x, wv, bv, eps, y, mean, rstd, r, D, row);
 }
 
 template <int V>

@@ -69,43 +69,66 @@ constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
   return _mm_mask_test_epi8_mask(lanes, mask_bytes, mask_bytes);
 }
 
-// Forward, rows of D <= 16 V floats.
+// Forward of R rows from row r, each D <= 16 V floats. The R rows go through each step together:
+// a row alone is one long chain of dependent instructions (max, exp, sum, division), which the
+// CPU could overlap with the next row's only a few rows deep; written side by side, it sees them.
+template <int V, int R>
+[[SG_AVX512, gnu::always_inline]] inline void row_group(const float* x, float* y, int64_t r,
+                                                        int64_t D, const RowLanes<V>& row,
+                                                        const uint8_t* keep,
+                                                        int64_t keep_row_stride,
+                                                        int64_t keep_stride) {
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  const __m512 minus_inf = _mm512_set1_ps(kMinusInf);
+  // Masked entries (and the lanes past D) are -inf: they do not change the max, and their exp is
+  // exactly 0. A masked x may be anything, even NaN: it is never read.
+  __m512 v[R][V];
+  float m[R];
+  for (int j = 0; j < R; ++j) {
+    __m512 largest = minus_inf;
+    for (int i = 0; i < V; ++i) {
+      const __mmask16 kept =
+          keep == nullptr ? row.lanes[i]
+                          : kept_lanes(keep + (r + j) * keep_row_stride + 16 * i * keep_stride,
+                                       keep_stride, row.lanes[i]);
+      v[j][i] = _mm512_mask_loadu_ps(minus_inf, kept, x + (r + j) * D + 16 * i);
+      largest = _mm512_max_ps(largest, v[j][i]);
+    }
+    m[j] = _mm512_reduce_max_ps(largest);
+  }
+  // (Unmasked, a row of -inf gives -inf - -inf = NaN everywhere, as in PyTorch.)
+  __m512d total[R];
+  for (int j = 0; j < R; ++j) {
+    total[j] = _mm512_setzero_pd();
+    for (int i = 0; i < V; ++i) {
+      v[j][i] =
+          _mm512_maskz_mov_ps(row.lanes[i], exp16(_mm512_sub_ps(v[j][i], _mm512_set1_ps(m[j]))));
+      total[j] = add16(v[j][i], total[j]);
+    }
+  }
+  for (int j = 0; j < R; ++j) {
+    // A masked row with nothing kept (its max is -inf) attends to nothing: zeros.
+    const bool nothing_kept = keep != nullptr && m[j] == kMinusInf;
+    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / _mm512_reduce_add_pd(total[j])));
+    for (int i = 0; i < V; ++i) {
+      const __m512 out = nothing_kept ? _mm512_setzero_ps() : _mm512_mul_ps(v[j][i], inv);
+      _mm512_mask_storeu_ps(y + (r + j) * D + 16 * i, row.lanes[i], out);
+    }
+  }
+}
+
+// Forward, rows of D <= 16 V floats: four rows at a time (two for rows of 3-4 registers, whose
+// registers would not fit four times), then one by one.
 template <int V>
 [[SG_AVX512]] void rows_avx512(const float* x, float* y, int64_t rows, int64_t D,
                                const uint8_t* keep, int64_t keep_row_stride, int64_t keep_stride) {
   const RowLanes<V> row(D);
-  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t r = 0; r < rows; ++r) {
-    // Masked entries (and the lanes past D) are -inf: they do not change the max, and their exp
-    // is exactly 0. A masked x may be anything, even NaN: it is never read.
-    __m512 v[V];
-    __m512 largest = minus_inf;
-    for (int i = 0; i < V; ++i) {
-      const __mmask16 kept = keep == nullptr
-                                 ? row.lanes[i]
-                                 : kept_lanes(keep + r * keep_row_stride + 16 * i * keep_stride,
-                                              keep_stride, row.lanes[i]);
-      v[i] = _mm512_mask_loadu_ps(minus_inf, kept, x + r * D + 16 * i);
-      largest = _mm512_max_ps(largest, v[i]);
-    }
-    const float m = _mm512_reduce_max_ps(largest);
-    if (keep != nullptr && m == -std::numeric_limits<float>::infinity()) {
-      for (int i = 0; i < V; ++i) {  // nothing to attend to
-        _mm512_mask_storeu_ps(y + r * D + 16 * i, row.lanes[i], _mm512_setzero_ps());
-      }
-      continue;
-    }
-    // (Unmasked, a row of -inf gives -inf - -inf = NaN everywhere, as in PyTorch.)
-    __m512d total = _mm512_setzero_pd();
-    for (int i = 0; i < V; ++i) {
-      v[i] = _mm512_maskz_mov_ps(row.lanes[i], exp16(_mm512_sub_ps(v[i], _mm512_set1_ps(m))));
-      total = add16(v[i], total);
-    }
-    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / _mm512_reduce_add_pd(total)));
-    for (int i = 0; i < V; ++i) {
-      _mm512_mask_storeu_ps(y + r * D + 16 * i, row.lanes[i], _mm512_mul_ps(v[i], inv));
-    }
+  constexpr int kGroup = V == 1 ? 8 : (V <= 2 ? 4 : 2);
+  int64_t r = 0;
+  for (; r + kGroup <= rows; r += kGroup) {
+    row_group<V, kGroup>(x, y, r, D, row, keep, keep_row_stride, keep_stride);
   }
+  for (; r < rows; ++r) row_group<V, 1>(x, y, r, D, row, keep, keep_row_stride, keep_stride);
 }
 
 // Backward, dx = y * (g - sum(g * y)), rows of D <= 16 V floats.
