@@ -36,6 +36,22 @@ struct RowLanes {
   }
 };
 
+// f.template operator()<V>() with V the registers a row of D (1..64) floats takes: the kernels'
+// row loops are templates on V, chosen here once per call.
+template <typename F>
+decltype(auto) with_registers_per_row(int64_t D, F&& f) {
+  switch ((D + 15) / 16) {
+    case 1:
+      return f.template operator()<1>();
+    case 2:
+      return f.template operator()<2>();
+    case 3:
+      return f.template operator()<3>();
+    default:
+      return f.template operator()<4>();
+  }
+}
+
 // acc + the 16 floats of v, in double (8 lanes).
 [[SG_AVX512, gnu::always_inline]] inline __m512d add16(__m512 v, __m512d acc) {
   acc = _mm512_add_pd(acc, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));

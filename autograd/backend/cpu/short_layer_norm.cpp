@@ -21,6 +21,7 @@ namespace {
 using avx512::add16;
 using avx512::cpu_has_avx512;
 using avx512::RowLanes;
+using avx512::with_registers_per_row;
 
 constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
 
@@ -149,16 +150,8 @@ void short_layer_norm_rows(const float* x, const float* w, const float* b, doubl
                            float* mean, float* rstd, int64_t rows, int64_t D) {
   SG_CHECK(D >= 1 && D <= kMaxRow,
            "short_layer_norm: rows of {} elements, the kernel takes 1 to {}", D, kMaxRow);
-  switch ((D + 15) / 16) {  // registers per row
-    case 1:
-      return forward_avx512<1>(x, w, b, eps, y, mean, rstd, rows, D);
-    case 2:
-      return forward_avx512<2>(x, w, b, eps, y, mean, rstd, rows, D);
-    case 3:
-      return forward_avx512<3>(x, w, b, eps, y, mean, rstd, rows, D);
-    default:
-      return forward_avx512<4>(x, w, b, eps, y, mean, rstd, rows, D);
-  }
+  with_registers_per_row(D,
+                         [&]<int V>() { forward_avx512<V>(x, w, b, eps, y, mean, rstd, rows, D); });
 }
 
 void short_layer_norm_backward_rows(const float* g, const float* x, const float* mean,
@@ -166,16 +159,8 @@ void short_layer_norm_backward_rows(const float* g, const float* x, const float*
                                     int64_t D, double* dw_sums, double* db_sums) {
   SG_CHECK(D >= 1 && D <= kMaxRow,
            "short_layer_norm: rows of {} elements, the kernel takes 1 to {}", D, kMaxRow);
-  switch ((D + 15) / 16) {
-    case 1:
-      return backward_avx512<1>(g, x, mean, rstd, w, dx, rows, D, dw_sums, db_sums);
-    case 2:
-      return backward_avx512<2>(g, x, mean, rstd, w, dx, rows, D, dw_sums, db_sums);
-    case 3:
-      return backward_avx512<3>(g, x, mean, rstd, w, dx, rows, D, dw_sums, db_sums);
-    default:
-      return backward_avx512<4>(g, x, mean, rstd, w, dx, rows, D, dw_sums, db_sums);
-  }
+  with_registers_per_row(
+      D, [&]<int V>() { backward_avx512<V>(g, x, mean, rstd, w, dx, rows, D, dw_sums, db_sums); });
 }
 
 #else  // no AVX-512 kernel in this build: layer_norm.cpp's portable loops do every row

@@ -25,6 +25,7 @@ using avx512::add16;
 using avx512::cpu_has_avx512;
 using avx512::dot16;
 using avx512::RowLanes;
+using avx512::with_registers_per_row;
 
 constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
 
@@ -162,32 +163,15 @@ void short_softmax_rows(const float* x, float* y, int64_t rows, int64_t D, const
                         int64_t keep_row_stride, int64_t keep_stride) {
   SG_CHECK(D >= 1 && D <= kMaxRow, "short_softmax: rows of {} elements, the kernel takes 1 to {}",
            D, kMaxRow);
-  switch ((D + 15) / 16) {  // registers per row
-    case 1:
-      return rows_avx512<1>(x, y, rows, D, keep, keep_row_stride, keep_stride);
-    case 2:
-      return rows_avx512<2>(x, y, rows, D, keep, keep_row_stride, keep_stride);
-    case 3:
-      return rows_avx512<3>(x, y, rows, D, keep, keep_row_stride, keep_stride);
-    default:
-      return rows_avx512<4>(x, y, rows, D, keep, keep_row_stride, keep_stride);
-  }
+  with_registers_per_row(
+      D, [&]<int V>() { rows_avx512<V>(x, y, rows, D, keep, keep_row_stride, keep_stride); });
 }
 
 void short_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows,
                                  int64_t D) {
   SG_CHECK(D >= 1 && D <= kMaxRow, "short_softmax: rows of {} elements, the kernel takes 1 to {}",
            D, kMaxRow);
-  switch ((D + 15) / 16) {
-    case 1:
-      return backward_rows_avx512<1>(g, y, dx, rows, D);
-    case 2:
-      return backward_rows_avx512<2>(g, y, dx, rows, D);
-    case 3:
-      return backward_rows_avx512<3>(g, y, dx, rows, D);
-    default:
-      return backward_rows_avx512<4>(g, y, dx, rows, D);
-  }
+  with_registers_per_row(D, [&]<int V>() { backward_rows_avx512<V>(g, y, dx, rows, D); });
 }
 
 #else  // no AVX-512 kernel in this build: softmax.cpp's portable path does every row
