@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -19,12 +20,29 @@ namespace {
 // would wait for itself.
 thread_local bool inside_parallel_region = false;
 
-// One job at a time: the chunks of a single parallel_for. Workers sleep until a job is posted,
-// take chunks until none is left, then report done.
+inline void pause_briefly() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// How long an idle worker watches for the next job before sleeping: SCRATCHGRAD_WATCH_US, 100 us
+// by default (a tiny training step posts a job every ~10 us; 0 turns watching off).
+int64_t watch_microseconds() {
+  if (const char* env = std::getenv("SCRATCHGRAD_WATCH_US")) return std::max(0LL, std::atoll(env));
+  return 100;
+}
+
+// One job at a time: the chunks of a single parallel_for. Chunk k of `chunks` covers rows
+// [n·k/chunks, n·(k+1)/chunks), and thread t (the caller is 0) owns the chunks
+// [chunks·t/T, chunks·(t+1)/T): the same rows of every tensor of the same length, kernel after
+// kernel, so a thread mostly reads what it wrote itself, in its own core's cache (moving a
+// [400, 32] block between cores costs about as much as multiplying it). A thread that finishes
+// its own chunks takes the others' from their far end; a worker that has not woken costs nothing.
 class Pool {
  public:
-  explicit Pool(int threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  explicit Pool(int threads) : ranges_(static_cast<size_t>(threads)) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
   }
   ~Pool() {
     {
@@ -34,76 +52,138 @@ class Pool {
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
   }
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  int size() const { return static_cast<int>(ranges_.size()); }
 
-  void run(int64_t n, int64_t chunk, const std::function<void(int64_t, int64_t)>& fn) {
+  void run(int64_t n, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn) {
     std::lock_guard<std::mutex> one_job(job_mutex_);  // kernels called from two user threads
     {
       std::lock_guard<std::mutex> lock(mutex_);
       fn_ = &fn;
       n_ = n;
-      chunk_ = chunk;
-      next_.store(0);
+      chunks_ = chunks;
+      const int64_t threads = size();
+      for (int64_t t = 0; t < threads; ++t) {
+        ranges_[t].set(chunks * t / threads, chunks * (t + 1) / threads);
+      }
       open_ = true;
-      ++generation_;
+      quiet_.store(false);
+      generation_.fetch_add(1);
     }
-    wake_.notify_all();
-    take_chunks();
+    wake_.notify_all();  // no system call when every worker is still watching (below)
+    take_chunks(0);
     // Close the job: a worker that wakes from now on finds it closed and goes back to sleep. Wait
-    // only for the workers that joined in time, and they stop as soon as the chunks run out.
+    // only for the workers that joined in time, and they stop as soon as the chunks run out:
+    // watch for that first (a worker is usually inside its last chunk), sleep only if it lasts.
     std::unique_lock<std::mutex> lock(mutex_);
     open_ = false;
+    if (active_ > 0) {
+      lock.unlock();
+      watch_for([&] { return active_count_.load() == 0; });
+      lock.lock();
+    }
     done_.wait(lock, [&] { return active_ == 0; });
     fn_ = nullptr;
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
+  // Idle workers stop watching and sleep until the next job (before OpenBLAS's own threads run).
+  void quiet() { quiet_.store(true); }
+
  private:
+  // The chunks [front, back) of one thread not taken yet, as one atomic word: the owner takes
+  // from the front, others from the back.
+  struct alignas(64) Range {
+    std::atomic<uint64_t> bounds{0};
+    static uint64_t pack(int64_t front, int64_t back) {
+      return static_cast<uint64_t>(front) << 32 | static_cast<uint64_t>(back);
+    }
+    void set(int64_t front, int64_t back) { bounds.store(pack(front, back)); }
+    // Claims one chunk from the front (or the back); -1 when none is left.
+    int64_t take(bool from_front) {
+      uint64_t b = bounds.load();
+      while (true) {
+        const int64_t front = static_cast<int64_t>(b >> 32),
+                      back = static_cast<int64_t>(b & 0xffffffffu);
+        if (front >= back) return -1;
+        const uint64_t next = from_front ? pack(front + 1, back) : pack(front, back - 1);
+        if (bounds.compare_exchange_weak(b, next)) return from_front ? front : back - 1;
+      }
+    }
+  };
+
   // A chunk that throws (a kernel's SG_CHECK) stops this thread's share; the first exception is
   // kept and rethrown by the caller once every thread has left the job.
-  void take_chunks() {
+  void take_chunks(int self) {
     inside_parallel_region = true;
+    const int threads = size();
     try {
-      for (int64_t lo = next_.fetch_add(chunk_); lo < n_; lo = next_.fetch_add(chunk_)) {
-        (*fn_)(lo, std::min(n_, lo + chunk_));
+      for (int i = 0; i < threads; ++i) {
+        Range& range = ranges_[static_cast<size_t>((self + i) % threads)];
+        for (int64_t k = range.take(i == 0); k >= 0; k = range.take(i == 0)) {
+          (*fn_)(n_ * k / chunks_, n_ * (k + 1) / chunks_);
+        }
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex_);
       if (!error_) error_ = std::current_exception();
-      next_.store(n_);  // the other threads stop at their next chunk
+      for (Range& range : ranges_) range.set(0, 0);  // the other threads stop at their next chunk
     }
     inside_parallel_region = false;
   }
 
-  void work() {
+  void work(int self) {
     uint64_t seen = 0;
     while (true) {
+      // Kernels come in bursts (a training step is hundreds of them, microseconds apart), and
+      // waking from the condition variable takes longer than many of them: watch for the next
+      // job for a while before going to sleep.
+      watch_for([&] { return generation_.load() != seen || quiet_.load(); });
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
         if (stop_) return;
-        seen = generation_;
+        seen = generation_.load();
         if (!open_) continue;  // woke too late: the caller did it all
         ++active_;
+        active_count_.fetch_add(1);
       }
-      take_chunks();
+      take_chunks(self);
       {
         std::lock_guard<std::mutex> lock(mutex_);
         --active_;
+        active_count_.fetch_sub(1);
       }
       done_.notify_one();
     }
   }
 
+  // Polls `ready` for up to watch_ (a pause between polls, so the sibling hyperthread keeps its
+  // share); true if it became true in that time.
+  template <typename Ready>
+  bool watch_for(Ready ready) const {
+    if (watch_.count() <= 0) return ready();
+    const auto deadline = std::chrono::steady_clock::now() + watch_;
+    do {
+      for (int i = 0; i < 64; ++i) {
+        if (ready()) return true;
+        pause_briefly();
+      }
+    } while (std::chrono::steady_clock::now() < deadline);
+    return ready();
+  }
+
+  std::vector<Range> ranges_;  // one per thread, the caller's first
   std::vector<std::thread> workers_;
   std::mutex job_mutex_, mutex_, error_mutex_;
   std::exception_ptr error_;
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-  int64_t n_ = 0, chunk_ = 1;
-  std::atomic<int64_t> next_{0};
-  int active_ = 0;  // workers inside the current job
-  uint64_t generation_ = 0;
+  int64_t n_ = 0, chunks_ = 1;
+  int active_ = 0;                       // workers inside the current job
+  std::atomic<int> active_count_{0};     // the same, read without the lock
+  std::atomic<uint64_t> generation_{0};  // jobs posted so far
+  std::atomic<bool> quiet_{false};
+  std::chrono::microseconds watch_{watch_microseconds()};
   bool open_ = false, stop_ = false;
 };
 
@@ -116,13 +196,14 @@ int default_threads() {
 }
 
 std::mutex pool_mutex;
-int requested_threads = 0;  // 0: not set yet
+int requested_threads = 0;     // 0: not set yet
+Pool* current_pool = nullptr;  // created on first use
 
 Pool* pool() {
   // Created on first use and never destroyed: kernels may run from static destructors.
-  static Pool* p = nullptr;
   std::lock_guard<std::mutex> lock(pool_mutex);
   if (requested_threads == 0) requested_threads = default_threads();
+  Pool*& p = current_pool;
   if (p == nullptr || p->size() != requested_threads) {
     delete p;
     p = requested_threads > 1 ? new Pool(requested_threads) : nullptr;
@@ -137,9 +218,17 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   grain = std::max<int64_t>(grain, 1);
   Pool* p = n >= 2 * grain && !inside_parallel_region ? pool() : nullptr;
   if (p == nullptr) return fn(0, n);
-  // About four chunks per thread: enough to balance, few enough that each is worth its atomic.
-  const int64_t chunk = std::max(grain, (n + 4 * p->size() - 1) / (4 * p->size()));
-  p->run(n, chunk, fn);
+  // Up to four chunks per thread (enough to balance, few enough that each is worth its atomic),
+  // always a multiple of the thread count, so that thread t's share is the same rows
+  // [n·t/T, n·(t+1)/T) whatever the grain.
+  const int64_t threads = p->size();
+  const int64_t chunks = std::min<int64_t>(4, n / grain / threads) * threads;
+  p->run(n, std::max(chunks, threads), fn);
+}
+
+void quiet_workers() {
+  std::lock_guard<std::mutex> lock(pool_mutex);
+  if (current_pool != nullptr) current_pool->quiet();
 }
 
 int num_threads() {

@@ -1,15 +1,18 @@
 // parallel_for: split a kernel's work over the CPU's cores.
 //
-//   parallel_for(rows, /*grain=*/rows_per_64k_elements, [&](int64_t lo, int64_t hi) {
+//   parallel_for(rows, /*grain=*/rows_per_8k_elements, [&](int64_t lo, int64_t hi) {
 //     for (int64_t r = lo; r < hi; ++r) softmax_row(r);
 //   });
 //
 // One small pool of (cores - 1) worker threads, shared by every kernel. The calling thread works
-// too: [0, n) is cut into chunks of at least `grain` that the caller and the workers take from one
-// atomic counter, so a worker that is slow to wake (a busy machine, OpenBLAS's threads still
-// spinning after a product) costs nothing: the caller simply takes its chunks. Idle workers sleep
-// on a condition variable, never spin, so they do not fight OpenBLAS's threads for the cores.
-// Work below one grain runs on the caller alone, with no synchronisation at all.
+// too. [0, n) is cut into chunks of at least `grain`, and thread t (the caller is 0) owns the
+// chunks of rows [n·t/T, n·(t+1)/T): the same rows in every kernel, so what a thread wrote in
+// one kernel is still in its core's cache for the next. A thread that has done its own chunks
+// takes the others' from their far end, so a worker that is slow to wake (a busy machine) costs
+// nothing: the caller simply takes its chunks. Idle workers watch for the next job for 100 us
+// (SCRATCHGRAD_WATCH_US) and then sleep on a condition variable; quiet_workers() sends them to
+// sleep at once, before OpenBLAS's own threads want the cores.
+// Work below two grains runs on the caller alone, with no synchronisation at all.
 //
 // set_num_threads(1) (or SCRATCHGRAD_NUM_THREADS=1 in the environment) turns it off.
 #pragma once
@@ -21,11 +24,16 @@
 
 namespace sg::cpu {
 
-// Elements (of one output, roughly) below which splitting a kernel costs more than it gains:
-// waking a sleeping worker takes a few microseconds, a pass over 64K floats about 10-20.
-inline constexpr int64_t kParallelGrain = 1 << 16;
+// Elements (of one output, roughly) below which splitting a kernel costs more than it gains: a
+// job for a watching worker costs ~1 us, a pass over 8K floats 1-2 us (waking a sleeping one
+// takes longer, but in a step of many kernels the workers are watching).
+inline constexpr int64_t kParallelGrain = 1 << 13;
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+// Idle workers stop watching for the next job and sleep until one comes: called before OpenBLAS
+// runs a product on its own threads, which need the cores the watchers would take.
+void quiet_workers();
 
 // Threads the pool uses (caller included); set_num_threads(1) runs every kernel serially.
 int num_threads();

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/backend/backend.h"
 #include "autograd/ops.h"
 #include "tests/support/testing.h"
 
@@ -36,6 +37,24 @@ TEST(BackendParallelFor, VisitsEveryIndexExactlyOnce) {
     for (int64_t i = lo; i < hi; ++i) visits[static_cast<size_t>(i)].fetch_add(1);
   });
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(visits[static_cast<size_t>(i)].load(), 1) << i;
+}
+
+// Thread t's share of [0, n) is [n·t/T, n·(t+1)/T) in every kernel, whatever its grain, so the
+// rows a thread writes in one kernel are the rows it reads in the next: no chunk may straddle
+// the boundary between two threads' shares (work below two grains is one call on the caller).
+TEST(BackendParallelFor, ChunksNeverStraddleTheThreadsShares) {
+  ThreadsGuard threads(2);
+  for (const int64_t n : {2, 3, 17, 800, 720, 100003}) {
+    for (const int64_t grain : {int64_t{1}, int64_t{7}, n / 2}) {
+      std::atomic<int64_t> total{0}, straddling{0};
+      cpu::parallel_for(n, grain, [&](int64_t lo, int64_t hi) {
+        total.fetch_add(hi - lo);
+        if (hi - lo < n && lo < n / 2 && hi > n / 2) straddling.fetch_add(1);
+      });
+      EXPECT_EQ(total.load(), n) << "n " << n << " grain " << grain;
+      EXPECT_EQ(straddling.load(), 0) << "n " << n << " grain " << grain;
+    }
+  }
 }
 
 TEST(BackendParallelFor, WorkBelowTwoGrainsRunsOnTheCallerInOneCall) {
@@ -111,6 +130,45 @@ TEST(BackendParallelFor, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
   }
   for (size_t i = 0; i < serial.size(); ++i) {
     EXPECT_EQ(serial[i].to_vector<float>(), parallel[i].to_vector<float>()) << "result " << i;
+  }
+}
+
+// A product too small for OpenBLAS's threads is cut between ours (gemm.cpp, split_gemm): by rows
+// ([800, 32]·[32, 32]), by columns ([16, 64]·[64, 1000]) or, for a weight gradient that sums
+// over 800 rows, into one partial product per thread that are then added. Every cut, with each
+// operand plain or transposed and with and without accumulating into c, against one thread.
+TEST(BackendParallelFor, SplitProductsMatchOneThread) {
+  manual_seed(3);
+  struct Case {
+    int64_t M, N, K;
+  };
+  for (const Case c : {Case{800, 32, 32}, Case{16, 1000, 64}, Case{32, 48, 800}}) {
+    for (const bool trans_a : {false, true}) {
+      for (const bool trans_b : {false, true}) {
+        for (const bool accumulate : {false, true}) {
+          const Tensor a_data = trans_a ? randn({1, c.K, c.M}) : randn({1, c.M, c.K});
+          const Tensor b_data = trans_b ? randn({1, c.N, c.K}) : randn({1, c.K, c.N});
+          const Tensor a = trans_a ? a_data.transpose(1, 2) : a_data;
+          const Tensor b = trans_b ? b_data.transpose(1, 2) : b_data;
+          const Tensor start = randn({1, c.M, c.N});
+          auto product = [&](int threads) {
+            ThreadsGuard guard(threads);
+            Tensor out = start.clone();
+            backend_for(Device::cpu()).gemm(a, b, out, accumulate);
+            return out;
+          };
+          const Tensor serial = product(1), split = product(2);
+          SCOPED_TRACE(fmt::format("M {} N {} K {} a {} b {} accumulate {}", c.M, c.N, c.K,
+                                   trans_a ? "T" : "N", trans_b ? "T" : "N", accumulate));
+          // Cutting rows or columns leaves every sum as it was; partial sums round differently.
+          EXPECT_TRUE(testing::tensors_near(split, serial, 1e-4, 1e-5));
+          const Tensor exact = (a.to(kFloat64).matmul(b.to(kFloat64)) +
+                                (accumulate ? start.to(kFloat64) : zeros({1, c.M, c.N}, kFloat64)))
+                                   .to(kFloat32);
+          EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-4));
+        }
+      }
+    }
   }
 }
 
