@@ -76,12 +76,12 @@ class Pool {
     // watch for that first (a worker is usually inside its last chunk), sleep only if it lasts.
     std::unique_lock<std::mutex> lock(mutex_);
     open_ = false;
-    if (active_ > 0) {
+    if (active_.load() > 0) {
       lock.unlock();
-      watch_for([&] { return active_count_.load() == 0; });
+      watch_for([&] { return active_.load() == 0; });
       lock.lock();
     }
-    done_.wait(lock, [&] { return active_ == 0; });
+    done_.wait(lock, [&] { return active_.load() == 0; });
     fn_ = nullptr;
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
@@ -144,14 +144,12 @@ class Pool {
         if (stop_) return;
         seen = generation_.load();
         if (!open_) continue;  // woke too late: the caller did it all
-        ++active_;
-        active_count_.fetch_add(1);
+        active_.fetch_add(1);
       }
       take_chunks(self);
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        --active_;
-        active_count_.fetch_sub(1);
+        active_.fetch_sub(1);
       }
       done_.notify_one();
     }
@@ -179,8 +177,8 @@ class Pool {
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0, chunks_ = 1;
-  int active_ = 0;                       // workers inside the current job
-  std::atomic<int> active_count_{0};     // the same, read without the lock
+  // Workers inside the current job: changed under mutex_ (for done_), read without it too.
+  std::atomic<int> active_{0};
   std::atomic<uint64_t> generation_{0};  // jobs posted so far
   std::atomic<bool> quiet_{false};
   std::chrono::microseconds watch_{watch_microseconds()};
@@ -222,8 +220,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   // always a multiple of the thread count, so that thread t's share is the same rows
   // [n·t/T, n·(t+1)/T) whatever the grain.
   const int64_t threads = p->size();
-  const int64_t chunks = std::min<int64_t>(4, n / grain / threads) * threads;
-  p->run(n, std::max(chunks, threads), fn);
+  p->run(n, std::clamp<int64_t>(n / grain / threads, 1, 4) * threads, fn);
 }
 
 void quiet_workers() {
