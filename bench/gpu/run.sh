@@ -17,6 +17,7 @@ source scripts/env.sh
 
 presets=${PRESETS:-tiny annotated medium}
 steps=${STEPS:-300}
+sync_every=${SYNC_EVERY:-25}  # both sides read the loss back every N steps (the trainer's GPU default)
 build_dir=${BUILD_DIR:-build-gpu}
 python=${PYTHON:-python3}
 stamp=$(date -u +%Y-%m-%dT%H-%M-%SZ)
@@ -42,11 +43,11 @@ rows=""
 for preset in $presets; do
   echo "==== $preset: scratchgrad, $steps steps on the GPU ===="
   "$bin" train --preset "$preset" --device cuda --steps "$steps" --eval-every "$steps" \
-    --eval-samples 20 --final-samples 20 --checkpoint-every 0 --quiet \
+    --eval-samples 20 --final-samples 20 --checkpoint-every 0 --sync-every "$sync_every" --quiet \
     --metrics-json "$out/sg_$preset.json" --out "$scratch/sg_$preset" 2>&1 |
     tee "$out/sg_$preset.log" || echo "scratchgrad failed on $preset: see $out/sg_$preset.log"
   echo "==== $preset: PyTorch eager, $steps steps on the GPU ===="
-  "$python" bench/gpu/torch_copy_task.py --preset "$preset" --steps "$steps" \
+  "$python" bench/gpu/torch_copy_task.py --preset "$preset" --steps "$steps" --sync-every "$sync_every" \
     --json "$out/torch_$preset.json" 2>&1 | tee "$out/torch_$preset.log" || true
   sg_ms=$(median_of "$out/sg_$preset.json")
   torch_ms=$(median_of "$out/torch_$preset.json")
@@ -65,8 +66,9 @@ torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/nul
   echo "## $stamp: $gpu"
   echo
   echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)'),"
-  echo "PyTorch $torch_version, $steps training steps per preset, median ms per step (lower is"
-  echo "better; sg/torch < 1 means scratchgrad is faster). Raw results: \`$out/\`."
+  echo "PyTorch $torch_version, $steps training steps per preset, loss read back every $sync_every steps on"
+  echo "both sides, median ms per step (lower is better; sg/torch < 1 means scratchgrad is faster)."
+  echo "Raw results: \`$out/\`."
   echo
   echo "| preset | scratchgrad ms/step | PyTorch eager ms/step | sg/torch |"
   echo "| --- | --- | --- | --- |"

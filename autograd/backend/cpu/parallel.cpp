@@ -217,10 +217,11 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   Pool* p = n >= 2 * grain && !inside_parallel_region ? pool() : nullptr;
   if (p == nullptr) return fn(0, n);
   // Up to four chunks per thread (enough to balance, few enough that each is worth its atomic),
-  // always a multiple of the thread count, so that thread t's share is the same rows
-  // [n·t/T, n·(t+1)/T) whatever the grain.
-  const int64_t threads = p->size();
-  p->run(n, std::clamp<int64_t>(n / grain / threads, 1, 4) * threads, fn);
+  // a multiple of the thread count, so that thread t's share is the same rows [n·t/T,
+  // n·(t+1)/T) whatever the grain. Never more chunks than grains: with more threads than that
+  // (3 rows of a layer_norm on 16 cores), some threads get none, and no chunk is empty.
+  const int64_t threads = p->size(), grains = n / grain;
+  p->run(n, grains < threads ? grains : std::clamp<int64_t>(grains / threads, 1, 4) * threads, fn);
 }
 
 void quiet_workers() {

@@ -12,7 +12,8 @@
 // nothing: the caller simply takes its chunks. Idle workers watch for the next job for 100 us
 // (SCRATCHGRAD_WATCH_US) and then sleep on a condition variable; quiet_workers() sends them to
 // sleep at once, before OpenBLAS's own threads want the cores.
-// Work below two grains runs on the caller alone, with no synchronisation at all.
+// Work below two grains runs on the caller alone, with no synchronisation at all. fn never gets
+// an empty range.
 //
 // set_num_threads(1) (or SCRATCHGRAD_NUM_THREADS=1 in the environment) turns it off.
 #pragma once

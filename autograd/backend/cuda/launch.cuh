@@ -94,6 +94,32 @@ __device__ T block_reduce(T v, Op op, T identity) {
   return partial[0];
 }
 
+// ---- column sums cut into chunks of rows (bias gradients, layer_norm's dweight and dbias) ----
+// A sum over the rows of [R, C] by 32-column blocks has only C / 32 blocks: 128 for C = 4096,
+// each walking all R rows, too few to keep the memory busy. Cut into chunks of rows (blockIdx.y),
+// each block writes its chunk's sums to a [chunks, C] buffer, and sum_chunks_kernel adds the
+// chunks up: one more launch, so small sums are not cut.
+
+inline constexpr int64_t kColumnBlocksWanted = 2048;  // blocks of a column sum: the GPU many times
+inline constexpr int64_t kMinRowsPerChunk = 256;
+
+// The chunks to cut R rows summed by `column_blocks` blocks into (1: not cut).
+inline int64_t row_chunks_for(int64_t rows, int64_t column_blocks) {
+  if (rows < 4 * kMinRowsPerChunk) return 1;
+  return std::clamp<int64_t>(
+      std::min(ceil_div(kColumnBlocksWanted, column_blocks), rows / kMinRowsPerChunk), 1, 65535);
+}
+
+// out[c] = Σ_k partial[k, c] for partial [chunks, C].
+template <typename T>
+__global__ void sum_chunks_kernel(const T* partial, int64_t chunks, int64_t C, T* out) {
+  for (int64_t c = first_index(); c < C; c += grid_stride()) {
+    T total = 0;
+    for (int64_t k = 0; k < chunks; ++k) total += partial[k * C + c];
+    out[c] = total;
+  }
+}
+
 // ---- the threads that share one row of a row-wise kernel (softmax, layer_norm) ----
 // A warp (lanes 0..31 of a (32, kRowsPerWarpBlock) block: one row per warp, statistics combined
 // with shuffles) for rows up to kWarpRowLimit elements; a whole 1-D block for longer rows.

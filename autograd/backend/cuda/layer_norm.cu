@@ -2,9 +2,14 @@
 // cpu/layer_norm.cpp (the formulas are there): a warp (rows up to 1024 values) or a block per row
 // for the statistics and dx, and a column kernel for dweight and dbias, the sums over rows.
 // Statistics accumulate in the element type (the CPU uses double); two passes, so no
-// cancellation in the variance.
+// cancellation in the variance. A float row longer than a warp handles is read once into the
+// block's registers where it fits (row_in_registers.cuh), and the passes run there.
+#include <type_traits>
+
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/backend/cuda/row_in_registers.cuh"
+#include "autograd/factory.h"
 
 namespace sg::cuda {
 
@@ -76,20 +81,101 @@ __global__ void layer_norm_backward_kernel(const T* g, const T* x, const T* mean
   }
 }
 
+// ---- long float rows in registers: one read of x (or of g and x), one write ----
+
+template <int kVecs>
+__global__ void __launch_bounds__(kMaxRowThreads)
+    layer_norm_registers_kernel(const float* x, const float* w, const float* b, float eps, float* y,
+                                float* mean_out, float* rstd_out, Rows s) {
+  const int64_t vecs = s.D / 4;
+  const auto* w4 = reinterpret_cast<const float4*>(w);
+  const auto* b4 = reinterpret_cast<const float4*>(b);
+  const float D = static_cast<float>(s.D);
+  for (int64_t r = blockIdx.x; r < s.rows; r += gridDim.x) {
+    RowSlice<kVecs> row;
+    row.load(x + r * s.D, vecs);
+    float sum = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (row.has(k, vecs)) sum += sum4(row.v[k]);
+    }
+    const float mean = block_reduce(sum, SumOp{}, 0.0f) / D;
+    float squares = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (!row.has(k, vecs)) continue;
+      squares += sum4(map4(row.v[k], [mean](float v) { return (v - mean) * (v - mean); }));
+    }
+    const float rstd = 1.0f / sqrtf(block_reduce(squares, SumOp{}, 0.0f) / D + eps);
+    if (threadIdx.x == 0) {
+      mean_out[r] = mean;
+      rstd_out[r] = rstd;
+    }
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (!row.has(k, vecs)) continue;
+      float4 v = map4(row.v[k], [=](float xv) { return (xv - mean) * rstd; });
+      if (w != nullptr) v = map4(v, w4[row.at(k)], [](float a, float c) { return a * c; });
+      if (b != nullptr) v = map4(v, b4[row.at(k)], [](float a, float c) { return a + c; });
+      row.v[k] = v;
+    }
+    row.store(y + r * s.D, vecs);
+  }
+}
+
+template <int kVecs>
+__global__ void __launch_bounds__(512)
+    layer_norm_backward_registers_kernel(const float* g, const float* x, const float* mean,
+                                         const float* rstd, const float* w, float* dx, Rows s) {
+  const int64_t vecs = s.D / 4;
+  const auto* w4 = reinterpret_cast<const float4*>(w);
+  const float D = static_cast<float>(s.D);
+  for (int64_t r = blockIdx.x; r < s.rows; r += gridDim.x) {
+    RowSlice<kVecs> ghat, xhat;  // loaded as g and x, turned into ĝ = g · w and x̂
+    ghat.load(g + r * s.D, vecs);
+    xhat.load(x + r * s.D, vecs);
+    const float mu = mean[r], rs = rstd[r];
+    float sum_g = 0, sum_gx = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (!ghat.has(k, vecs)) continue;
+      xhat.v[k] = map4(xhat.v[k], [=](float xv) { return (xv - mu) * rs; });
+      if (w != nullptr) {
+        ghat.v[k] = map4(ghat.v[k], w4[ghat.at(k)], [](float a, float c) { return a * c; });
+      }
+      sum_g += sum4(ghat.v[k]);
+      sum_gx += sum4(map4(ghat.v[k], xhat.v[k], [](float a, float c) { return a * c; }));
+    }
+    const float a = block_reduce(sum_g, SumOp{}, 0.0f) / D;
+    const float c = block_reduce(sum_gx, SumOp{}, 0.0f) / D;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      ghat.v[k] =
+          map4(ghat.v[k], xhat.v[k], [=](float gh, float xh) { return rs * (gh - a - xh * c); });
+    }
+    ghat.store(dx + r * s.D, vecs);
+  }
+}
+
 // dweight = Σ_rows g · x̂ and dbias = Σ_rows g: threadIdx.x picks the column (neighbouring threads
 // read neighbouring addresses), threadIdx.y a share of the rows, added up in shared memory.
+// blockIdx.y picks a chunk of `chunk_rows` rows; with several chunks each block writes its
+// chunk's sums to row blockIdx.y of `dweight` and `dbias` ([chunks, D] partials, launch.cuh's
+// "column sums cut into chunks").
 constexpr int kColumns = 32, kRowShares = 16;
 
 template <typename T>
 __global__ void layer_norm_param_grads_kernel(const T* g, const T* x, const T* mean, const T* rstd,
-                                              T* dweight, T* dbias, Rows s) {
+                                              T* dweight, T* dbias, Rows s, int64_t chunk_rows) {
   __shared__ T partial_w[kRowShares][kColumns];
   __shared__ T partial_b[kRowShares][kColumns];
   const int64_t d = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
   const bool active = d < s.D;  // no early return: every thread reaches __syncthreads
+  const int64_t first = static_cast<int64_t>(blockIdx.y) * chunk_rows;
+  const int64_t end = first + chunk_rows < s.rows ? first + chunk_rows : s.rows;
   T acc_w = 0, acc_b = 0;
   if (active) {
-    for (int64_t r = threadIdx.y; r < s.rows; r += kRowShares) {
+    for (int64_t r = first + threadIdx.y; r < end; r += kRowShares) {
       const T gv = g[r * s.D + d];
       acc_b += gv;
       acc_w += gv * ((x[r * s.D + d] - mean[r]) * rstd[r]);
@@ -103,8 +189,9 @@ __global__ void layer_norm_param_grads_kernel(const T* g, const T* x, const T* m
       acc_w += partial_w[k][threadIdx.x];
       acc_b += partial_b[k][threadIdx.x];
     }
-    if (dweight != nullptr) dweight[d] = acc_w;
-    if (dbias != nullptr) dbias[d] = acc_b;
+    const int64_t at = static_cast<int64_t>(blockIdx.y) * s.D + d;
+    if (dweight != nullptr) dweight[at] = acc_w;
+    if (dbias != nullptr) dbias[at] = acc_b;
   }
 }
 
@@ -144,6 +231,19 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
     const T *w = data_or_null<T>(weight), *b = data_or_null<T>(bias);
     T *py = out.data_ptr<T>(), *pm = mean.data_ptr<T>(), *pr = rstd.data_ptr<T>();
     const T e = static_cast<T>(eps);
+    if constexpr (std::is_same_v<T, float>) {
+      if (s.D > kWarpRowLimit && row_fits_in_registers(s.D) && aligned_for_float4(px) &&
+          aligned_for_float4(py) && (w == nullptr || aligned_for_float4(w)) &&
+          (b == nullptr || aligned_for_float4(b))) {
+        launch_row_in_registers(
+            s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+              layer_norm_registers_kernel<kVecs>
+                  <<<blocks_for_rows(s.rows), threads>>>(px, w, b, e, py, pm, pr, s);
+            });
+        SG_CUDA_CHECK_LAUNCH();
+        return;
+      }
+    }
     launch_rows(
         s,
         [&](dim3 grid, dim3 block) {
@@ -163,7 +263,22 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
   dispatch_floating("layer_norm_backward", x.dtype(), [&]<typename T>() {
     const T *pg = grad.data_ptr<T>(), *px = x.data_ptr<T>();
     const T *pm = mean.data_ptr<T>(), *pr = rstd.data_ptr<T>(), *w = data_or_null<T>(weight);
-    if (dx.defined() && s.rows > 0) {
+    bool dx_done = false;
+    if constexpr (std::is_same_v<T, float>) {
+      if (dx.defined() && s.rows > 0 && s.D > kWarpRowLimit && row_fits_in_registers(s.D, 2) &&
+          aligned_for_float4(pg) && aligned_for_float4(px) &&
+          aligned_for_float4(dx.data_ptr<T>()) && (w == nullptr || aligned_for_float4(w))) {
+        T* pdx = dx.data_ptr<T>();
+        launch_row_in_registers<2>(
+            s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+              layer_norm_backward_registers_kernel<kVecs>
+                  <<<blocks_for_rows(s.rows), threads>>>(pg, px, pm, pr, w, pdx, s);
+            });
+        SG_CUDA_CHECK_LAUNCH();
+        dx_done = true;
+      }
+    }
+    if (dx.defined() && s.rows > 0 && !dx_done) {
       T* pdx = dx.data_ptr<T>();
       launch_rows(
           s,
@@ -175,11 +290,25 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
           });
     }
     if ((dweight.defined() || dbias.defined()) && D > 0) {
+      const int64_t chunks = row_chunks_for(s.rows, ceil_div(D, kColumns));
+      const int64_t chunk_rows = ceil_div(s.rows, chunks);
       const dim3 block(kColumns, kRowShares);
-      const auto grid = static_cast<unsigned>(ceil_div(D, kColumns));
-      layer_norm_param_grads_kernel<<<grid, block>>>(
-          pg, px, pm, pr, mutable_data_or_null<T>(dweight), mutable_data_or_null<T>(dbias), s);
-      SG_CUDA_CHECK_LAUNCH();
+      const dim3 grid(static_cast<unsigned>(ceil_div(D, kColumns)), static_cast<unsigned>(chunks));
+      T *pdw = mutable_data_or_null<T>(dweight), *pdb = mutable_data_or_null<T>(dbias);
+      if (chunks == 1) {
+        layer_norm_param_grads_kernel<<<grid, block>>>(pg, px, pm, pr, pdw, pdb, s, chunk_rows);
+        SG_CUDA_CHECK_LAUNCH();
+      } else {
+        Tensor partial = empty({2, chunks, D}, x.options());
+        T* pw = partial.data_ptr<T>();
+        T* pb = pw + chunks * D;
+        layer_norm_param_grads_kernel<<<grid, block>>>(pg, px, pm, pr, pdw ? pw : nullptr,
+                                                       pdb ? pb : nullptr, s, chunk_rows);
+        SG_CUDA_CHECK_LAUNCH();
+        if (pdw != nullptr) sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pw, chunks, D, pdw);
+        if (pdb != nullptr) sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pb, chunks, D, pdb);
+        SG_CUDA_CHECK_LAUNCH();
+      }
     }
   });
 }

@@ -15,6 +15,7 @@
 
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/factory.h"
 
 namespace sg::cuda {
 
@@ -94,11 +95,15 @@ __global__ void reduce_rows_kernel(ReduceArgs args, const T* x, T* out, int64_t*
 
 // columns: a block of kColumns x blockDim.y threads; threadIdx.x picks the output element,
 // threadIdx.y a share of the reduced elements, and the shares are added up in shared memory.
+// A large sum is also cut into chunks of `chunk` reduced elements (blockIdx.y; launch.cuh's
+// "column sums cut into chunks"): each block then writes its chunk's sums to row blockIdx.y of a
+// [chunks, n_out] `out`.
 constexpr int kColumns = 32;
 constexpr int kMaxRowsPerColumn = 16;
 
 template <typename T>
-__global__ void reduce_columns_kernel(ReduceArgs args, const T* x, T* out, int64_t* indices) {
+__global__ void reduce_columns_kernel(ReduceArgs args, const T* x, T* out, int64_t* indices,
+                                      int64_t chunk) {
   __shared__ Extreme<T> partial[kMaxRowsPerColumn][kColumns];
   const int64_t o = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
   const bool active = o < args.n_out;  // no early return: every thread reaches __syncthreads
@@ -107,8 +112,10 @@ __global__ void reduce_columns_kernel(ReduceArgs args, const T* x, T* out, int64
   const T* block = x + start[0];
   const PickExtreme<T> pick{args.op == ReduceOp::Max};
   Extreme<T> mine{T(0), args.op == ReduceOp::Sum ? 0 : -1};
+  const int64_t first = static_cast<int64_t>(blockIdx.y) * chunk;
+  const int64_t end = first + chunk < args.n_in ? first + chunk : args.n_in;
   if (active) {
-    for (int64_t j = threadIdx.y; j < args.n_in; j += blockDim.y) {
+    for (int64_t j = first + threadIdx.y; j < end; j += blockDim.y) {
       int64_t at[1];
       args.inner.offsets(j, at);
       if (args.op == ReduceOp::Sum) {
@@ -130,7 +137,7 @@ __global__ void reduce_columns_kernel(ReduceArgs args, const T* x, T* out, int64
         total = pick(total, next);
       }
     }
-    out[o] = total.value;
+    out[static_cast<int64_t>(blockIdx.y) * args.n_out + o] = total.value;
     if (indices != nullptr && args.op != ReduceOp::Sum) indices[o] = total.index;
   }
 }
@@ -161,8 +168,19 @@ void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tens
     const int rows =
         static_cast<int>(std::min<int64_t>(next_power_of_two(args.n_in), kMaxRowsPerColumn));
     const dim3 block(kColumns, static_cast<unsigned>(rows));
-    const auto grid = static_cast<unsigned>(ceil_div(args.n_out, kColumns));
-    reduce_columns_kernel<<<grid, block>>>(args, px, o, idx);
+    const int64_t column_blocks = ceil_div(args.n_out, kColumns);
+    const int64_t chunks = op == ReduceOp::Sum ? row_chunks_for(args.n_in, column_blocks) : 1;
+    const int64_t chunk = ceil_div(args.n_in, chunks);
+    const dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(chunks));
+    if (chunks == 1) {
+      reduce_columns_kernel<<<grid, block>>>(args, px, o, idx, chunk);
+    } else {
+      Tensor partial = empty({chunks, args.n_out}, out.options());
+      reduce_columns_kernel<<<grid, block>>>(args, px, partial.data_ptr<T>(), idx, chunk);
+      SG_CUDA_CHECK_LAUNCH();
+      sum_chunks_kernel<<<grid_for(args.n_out), kBlockSize>>>(partial.data_ptr<T>(), chunks,
+                                                              args.n_out, o);
+    }
   } else {
     const int threads =
         static_cast<int>(std::clamp<int64_t>(next_power_of_two(args.n_in), kWarpSize, 512));

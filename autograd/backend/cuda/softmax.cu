@@ -9,10 +9,14 @@
 //   inner > 1:             one thread per (outer, inner) column, walking D with stride `inner`
 //                          (neighbouring threads read neighbouring addresses).
 // masked_softmax (the attention softmax, fused with its masking) takes the first two ways.
+// A float row longer than a warp handles is read once into the block's registers where it fits
+// (row_in_registers.cuh), and the passes run there.
 #include <cmath>
+#include <type_traits>
 
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/backend/cuda/row_in_registers.cuh"
 
 namespace sg::cuda {
 
@@ -123,6 +127,65 @@ __global__ void softmax_backward_columns_kernel(const T* g, const T* y, T* dx, D
   }
 }
 
+// ---- long float rows in registers: one read of x (or of g and y), one write ----
+// A NaN in a row makes its sum NaN, so the whole row is NaN, as on the general path.
+
+template <int kVecs>
+__global__ void __launch_bounds__(kMaxRowThreads)
+    softmax_registers_kernel(const float* x, float* y, int64_t rows, int64_t D, bool log) {
+  const int64_t vecs = D / 4;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    RowSlice<kVecs> row;
+    row.load(x + r * D, vecs);
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (row.has(k, vecs)) m = fmaxf(m, max4(row.v[k]));
+    }
+    m = block_reduce(m, MaxOp{}, -INFINITY);
+    float total = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (row.has(k, vecs)) total += sum4(map4(row.v[k], [m](float v) { return expf(v - m); }));
+    }
+    total = block_reduce(total, SumOp{}, 0.0f);
+    const float log_total = logf(total), inv = 1.0f / total;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      row.v[k] =
+          map4(row.v[k], [=](float v) { return log ? v - m - log_total : expf(v - m) * inv; });
+    }
+    row.store(y + r * D, vecs);
+  }
+}
+
+template <int kVecs>
+__global__ void __launch_bounds__(512)
+    softmax_backward_registers_kernel(const float* g, const float* y, float* dx, int64_t rows,
+                                      int64_t D, bool log) {
+  const int64_t vecs = D / 4;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    RowSlice<kVecs> gs, ys;
+    gs.load(g + r * D, vecs);
+    ys.load(y + r * D, vecs);
+    float dot = 0;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (!gs.has(k, vecs)) continue;
+      dot += log ? sum4(gs.v[k])
+                 : sum4(map4(gs.v[k], ys.v[k], [](float a, float b) { return a * b; }));
+    }
+    dot = block_reduce(dot, SumOp{}, 0.0f);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      gs.v[k] = map4(gs.v[k], ys.v[k], [=](float gv, float yv) {
+        return log ? gv - expf(yv) * dot : yv * (gv - dot);
+      });
+    }
+    gs.store(dx + r * D, vecs);
+  }
+}
+
 // ---- masked_softmax: softmax over the entries a mask keeps, 0 elsewhere ----
 
 // One row: keep[d * mask_step] says whether x[d] takes part. A row that keeps nothing (or only
@@ -189,9 +252,15 @@ void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
       const auto grid = static_cast<unsigned>(
           std::min<int64_t>(ceil_div(s.outer, kRowsPerWarpBlock), kMaxBlocks * 16));
       softmax_warp_kernel<<<grid, block>>>(px, po, s.outer, s.D, log);
+    } else if (std::is_same_v<T, float> && row_fits_in_registers(s.D) && aligned_for_float4(px) &&
+               aligned_for_float4(po)) {
+      launch_row_in_registers(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+        softmax_registers_kernel<kVecs><<<blocks_for_rows(s.outer), threads>>>(
+            reinterpret_cast<const float*>(px), reinterpret_cast<float*>(po), s.outer, s.D, log);
+      });
     } else {
-      const auto grid = static_cast<unsigned>(std::min<int64_t>(s.outer, kMaxBlocks * 16));
-      softmax_block_kernel<<<grid, block_threads_for(s.D)>>>(px, po, s.outer, s.D, log);
+      softmax_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D)>>>(px, po, s.outer,
+                                                                                 s.D, log);
     }
     SG_CUDA_CHECK_LAUNCH();
   });
@@ -213,10 +282,17 @@ void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log
       const auto grid = static_cast<unsigned>(
           std::min<int64_t>(ceil_div(s.outer, kRowsPerWarpBlock), kMaxBlocks * 16));
       softmax_backward_warp_kernel<<<grid, block>>>(pg, py, po, s.outer, s.D, log);
+    } else if (std::is_same_v<T, float> && row_fits_in_registers(s.D, 2) &&
+               aligned_for_float4(pg) && aligned_for_float4(py) && aligned_for_float4(po)) {
+      launch_row_in_registers<2>(
+          s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+            softmax_backward_registers_kernel<kVecs><<<blocks_for_rows(s.outer), threads>>>(
+                reinterpret_cast<const float*>(pg), reinterpret_cast<const float*>(py),
+                reinterpret_cast<float*>(po), s.outer, s.D, log);
+          });
     } else {
-      const auto grid = static_cast<unsigned>(std::min<int64_t>(s.outer, kMaxBlocks * 16));
-      softmax_backward_block_kernel<<<grid, block_threads_for(s.D)>>>(pg, py, po, s.outer, s.D,
-                                                                      log);
+      softmax_backward_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D)>>>(
+          pg, py, po, s.outer, s.D, log);
     }
     SG_CUDA_CHECK_LAUNCH();
   });

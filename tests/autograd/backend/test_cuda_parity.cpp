@@ -533,6 +533,12 @@ TEST_F(CudaKernels, ReductionsTakeBothPathsAtLargeSizes) {
   EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {1}); }, {tall}));
   EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {1}); }, {wide}));
   EXPECT_TRUE(parity([](const auto& in) { return in[0].sum(); }, {randn_cpu({1 << 21}, 44)}));
+  // Sums over many rows are cut into chunks of rows (a second kernel adds the chunks).
+  const Tensor many_rows = randn_cpu({5000, 70}, 46);
+  EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {0}); }, {many_rows}));
+  EXPECT_TRUE(parity([](const auto& in) { return sum(in[0].unsqueeze(1), {0, 1}); }, {many_rows}));
+  const Tensor many_int_rows = randint_cpu(-1000, 1000, {3000, 5}, 47);
+  EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {0}); }, {many_int_rows}));
   const Tensor ints = randint_cpu(-1000, 1000, {513, 257}, 45);
   for (const Dims& dims : {Dims{1}, Dims{0}, Dims{}}) {
     EXPECT_TRUE(parity([&](const auto& in) { return sum(in[0], dims); }, {ints}))
@@ -664,6 +670,35 @@ TEST_F(CudaParity, SoftmaxAndLogSoftmaxAlongEveryDim) {
   EXPECT_TRUE(parity([](const auto& in) { return softmax(in[0], 1); }, {wide}));
   EXPECT_TRUE(parity([](const auto& in) { return log_softmax(in[0], 1); }, {wide}));
   EXPECT_TRUE(parity([](const auto& in) { return softmax(in[0], 0); }, {scalar_tensor(2.0)}));
+}
+
+TEST_F(CudaParity, LongFloatRowsInRegistersAndOnTheGeneralPath) {
+  // float32 rows longer than a warp handles live in the block's registers when their length is a
+  // multiple of 4 and they are aligned (backend/cuda/row_in_registers.cuh): 1, 2, 4 or 8 float4s
+  // per thread, the last ones partly empty; the rest take the general path (32772: too long;
+  // 1030: not a multiple of 4). softmax's and layer_norm's backward hold two rows, so they leave
+  // registers above 8192.
+  for (int64_t D : {1028, 3000, 4100, 8192, 12000, 32768, 32772, 1030}) {
+    const Tensor x = randn_cpu({3, D}, 300 + static_cast<uint64_t>(D)) * 4.0;
+    const Tensor w = randn_cpu({D}, 301), b = randn_cpu({D}, 302);
+    EXPECT_TRUE(parity([](const auto& in) { return softmax(in[0], 1); }, {x})) << D;
+    EXPECT_TRUE(parity([](const auto& in) { return log_softmax(in[0], 1); }, {x})) << D;
+    EXPECT_TRUE(parity([&](const auto& in) { return fused_layer_norm(in[0], {D}, in[1], in[2]); },
+                       {x, w, b}))
+        << D;
+    EXPECT_TRUE(parity([&](const auto& in) { return fused_layer_norm(in[0], {D}); }, {x})) << D;
+  }
+  // Rows that start 4 bytes into their storage: contiguous, but not aligned for float4 loads.
+  const Tensor flat = randn_cpu({3 * 2048 + 1}, 303);
+  auto misaligned = [](const Tensor& t) { return t.narrow(0, 1, 3 * 2048).view({3, 2048}); };
+  EXPECT_TRUE(parity([&](const auto& in) { return softmax(misaligned(in[0]), 1); }, {flat}));
+  EXPECT_TRUE(
+      parity([&](const auto& in) { return fused_layer_norm(misaligned(in[0]), {2048}); }, {flat}));
+  // A row of all -inf is NaN, and a NaN makes its row NaN, in registers as on the CPU.
+  Tensor special = randn_cpu({2, 2048}, 304);
+  special.narrow(0, 0, 1).fill_(-std::numeric_limits<double>::infinity());
+  special.data_ptr<float>()[2048 + 7] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(matches(softmax(on_gpu(special), 1), softmax(special, 1), "softmax"));
 }
 
 TEST_F(CudaParity, MaskedAttentionWeights) {

@@ -57,6 +57,46 @@ TEST(BackendParallelFor, ChunksNeverStraddleTheThreadsShares) {
   }
 }
 
+// More threads than grains (3 rows of a layer_norm on a 16-core machine): some threads get no
+// chunk, and no chunk is empty. (Empty chunks once made layer_norm's backward drop the weight
+// gradient of the rows it had keyed under the same first row.)
+TEST(BackendParallelFor, MoreThreadsThanGrainsGiveNoEmptyChunk) {
+  ThreadsGuard threads(16);
+  for (const int64_t n : {2, 3, 5, 15, 16, 17, 40}) {
+    std::atomic<int64_t> total{0}, empty{0};
+    cpu::parallel_for(n, 1, [&](int64_t lo, int64_t hi) {
+      total.fetch_add(hi - lo);
+      if (hi <= lo) empty.fetch_add(1);
+    });
+    EXPECT_EQ(total.load(), n) << "n " << n;
+    EXPECT_EQ(empty.load(), 0) << "n " << n;
+  }
+}
+
+TEST(BackendParallelFor, LayerNormGradientsWithMoreThreadsThanRows) {
+  manual_seed(8);
+  const Tensor x = randn({3, 8192}), g = randn({3, 8192});
+  const Tensor w = randn({8192}), b = randn({8192});
+  auto grads = [&] {
+    Tensor xx = x.clone().requires_grad_(true), ww = w.clone().requires_grad_(true);
+    Tensor bb = b.clone().requires_grad_(true);
+    fused_layer_norm(xx, {8192}, ww, bb, 1e-5).backward(g);
+    return std::vector<Tensor>{xx.grad(), ww.grad(), bb.grad()};
+  };
+  std::vector<Tensor> serial, parallel;
+  {
+    ThreadsGuard threads(1);
+    serial = grads();
+  }
+  {
+    ThreadsGuard threads(16);
+    parallel = grads();
+  }
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(serial[i].to_vector<float>(), parallel[i].to_vector<float>()) << "gradient " << i;
+  }
+}
+
 TEST(BackendParallelFor, WorkBelowTwoGrainsRunsOnTheCallerInOneCall) {
   ThreadsGuard threads(2);
   int calls = 0;
