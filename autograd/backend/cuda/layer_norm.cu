@@ -123,13 +123,19 @@ __global__ void __launch_bounds__(kMaxRowThreads)
   }
 }
 
-template <int kVecs>
+// dx for rows of up to 4 float4s per thread. With kSums, the block also adds up dweight and
+// dbias over the rows it visits (g · x̂ and g of its own columns, in registers) and writes them
+// to row blockIdx.x of dw_partial and db_partial ([gridDim.x, D]): g and x are read once for
+// all three gradients, instead of again by layer_norm_param_grads_kernel.
+template <int kVecs, bool kSums>
 __global__ void __launch_bounds__(512)
     layer_norm_backward_registers_kernel(const float* g, const float* x, const float* mean,
-                                         const float* rstd, const float* w, float* dx, Rows s) {
+                                         const float* rstd, const float* w, float* dx,
+                                         float* dw_partial, float* db_partial, Rows s) {
   const int64_t vecs = s.D / 4;
   const auto* w4 = reinterpret_cast<const float4*>(w);
   const float D = static_cast<float>(s.D);
+  float4 dw[kSums ? kVecs : 1] = {}, db[kSums ? kVecs : 1] = {};
   for (int64_t r = blockIdx.x; r < s.rows; r += gridDim.x) {
     RowSlice<kVecs> ghat, xhat;  // loaded as g and x, turned into ĝ = g · w and x̂
     ghat.load(g + r * s.D, vecs);
@@ -140,6 +146,11 @@ __global__ void __launch_bounds__(512)
     for (int k = 0; k < kVecs; ++k) {
       if (!ghat.has(k, vecs)) continue;
       xhat.v[k] = map4(xhat.v[k], [=](float xv) { return (xv - mu) * rs; });
+      if constexpr (kSums) {
+        dw[k] = map4(dw[k], ghat.v[k], xhat.v[k],
+                     [](float acc, float gv, float xh) { return acc + gv * xh; });
+        db[k] = map4(db[k], ghat.v[k], [](float acc, float gv) { return acc + gv; });
+      }
       if (w != nullptr) {
         ghat.v[k] = map4(ghat.v[k], w4[ghat.at(k)], [](float a, float c) { return a * c; });
       }
@@ -154,6 +165,16 @@ __global__ void __launch_bounds__(512)
           map4(ghat.v[k], xhat.v[k], [=](float gh, float xh) { return rs * (gh - a - xh * c); });
     }
     ghat.store(dx + r * s.D, vecs);
+  }
+  if constexpr (kSums) {
+    auto* dw4 = reinterpret_cast<float4*>(dw_partial + blockIdx.x * s.D);
+    auto* db4 = reinterpret_cast<float4*>(db_partial + blockIdx.x * s.D);
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) {
+      if (!RowSlice<kVecs>::has(k, vecs)) continue;
+      dw4[RowSlice<kVecs>::at(k)] = dw[k];
+      db4[RowSlice<kVecs>::at(k)] = db[k];
+    }
   }
 }
 
@@ -263,19 +284,40 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
   dispatch_floating("layer_norm_backward", x.dtype(), [&]<typename T>() {
     const T *pg = grad.data_ptr<T>(), *px = x.data_ptr<T>();
     const T *pm = mean.data_ptr<T>(), *pr = rstd.data_ptr<T>(), *w = data_or_null<T>(weight);
-    bool dx_done = false;
+    T *pdw = mutable_data_or_null<T>(dweight), *pdb = mutable_data_or_null<T>(dbias);
+    bool dx_done = false, sums_done = false;
     if constexpr (std::is_same_v<T, float>) {
       if (dx.defined() && s.rows > 0 && s.D > kWarpRowLimit && row_fits_in_registers(s.D, 2) &&
           aligned_for_float4(pg) && aligned_for_float4(px) &&
           aligned_for_float4(dx.data_ptr<T>()) && (w == nullptr || aligned_for_float4(w))) {
         T* pdx = dx.data_ptr<T>();
-        launch_row_in_registers<2>(
-            s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
-              layer_norm_backward_registers_kernel<kVecs>
-                  <<<blocks_for_rows(s.rows), threads>>>(pg, px, pm, pr, w, pdx, s);
-            });
+        // dweight and dbias in the same pass where their accumulators fit too (2 float4s per
+        // thread of each of g, x, dw, db): rows up to 4096.
+        const bool sums = (pdw != nullptr || pdb != nullptr) && s.D / 4 <= 1024;
+        launch_row_in_registers<2>(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>,
+                                                       int threads) {
+          if constexpr (kVecs <= 2) {
+            if (sums) {
+              const int64_t blocks = std::min<int64_t>(s.rows, 4 * multiprocessors());
+              Tensor partial = empty({2, blocks, s.D}, x.options());
+              float* pw = partial.data_ptr<float>();
+              float* pb = pw + blocks * s.D;
+              layer_norm_backward_registers_kernel<kVecs, true>
+                  <<<static_cast<unsigned>(blocks), threads>>>(pg, px, pm, pr, w, pdx, pw, pb, s);
+              SG_CUDA_CHECK_LAUNCH();
+              if (pdw != nullptr)
+                sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pw, blocks, D, pdw);
+              if (pdb != nullptr)
+                sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pb, blocks, D, pdb);
+              return;
+            }
+          }
+          layer_norm_backward_registers_kernel<kVecs, false>
+              <<<blocks_for_rows(s.rows), threads>>>(pg, px, pm, pr, w, pdx, nullptr, nullptr, s);
+        });
         SG_CUDA_CHECK_LAUNCH();
         dx_done = true;
+        sums_done = sums;
       }
     }
     if (dx.defined() && s.rows > 0 && !dx_done) {
@@ -289,12 +331,11 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
             layer_norm_backward_kernel<T, BlockGroup><<<grid, block>>>(pg, px, pm, pr, w, pdx, s);
           });
     }
-    if ((dweight.defined() || dbias.defined()) && D > 0) {
+    if ((pdw != nullptr || pdb != nullptr) && D > 0 && !sums_done) {
       const int64_t chunks = row_chunks_for(s.rows, ceil_div(D, kColumns));
       const int64_t chunk_rows = ceil_div(s.rows, chunks);
       const dim3 block(kColumns, kRowShares);
       const dim3 grid(static_cast<unsigned>(ceil_div(D, kColumns)), static_cast<unsigned>(chunks));
-      T *pdw = mutable_data_or_null<T>(dweight), *pdb = mutable_data_or_null<T>(dbias);
       if (chunks == 1) {
         layer_norm_param_grads_kernel<<<grid, block>>>(pg, px, pm, pr, pdw, pdb, s, chunk_rows);
         SG_CUDA_CHECK_LAUNCH();

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -58,8 +59,26 @@ template <typename F>
 __device__ inline float4 map4(float4 a, float4 b, F f) {
   return make_float4(f(a.x, b.x), f(a.y, b.y), f(a.z, b.z), f(a.w, b.w));
 }
+template <typename F>
+__device__ inline float4 map4(float4 a, float4 b, float4 c, F f) {
+  return make_float4(f(a.x, b.x, c.x), f(a.y, b.y, c.y), f(a.z, b.z, c.z), f(a.w, b.w, c.w));
+}
 __device__ inline float sum4(float4 a) { return (a.x + a.y) + (a.z + a.w); }
 __device__ inline float max4(float4 a) { return fmaxf(fmaxf(a.x, a.y), fmaxf(a.z, a.w)); }
+
+// The current device's multiprocessors (read once per device).
+inline int multiprocessors() {
+  static std::atomic<int> counts[64] = {};
+  int device = 0;
+  SG_CUDA_CHECK(cudaGetDevice(&device));
+  std::atomic<int>& count = counts[device % 64];
+  if (count.load() == 0) {
+    int value = 0;
+    SG_CUDA_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, device));
+    count.store(value);
+  }
+  return count.load();
+}
 
 // Blocks for a grid-stride loop over rows, one block per row.
 inline unsigned blocks_for_rows(int64_t rows) {

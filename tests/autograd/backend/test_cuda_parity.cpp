@@ -688,6 +688,14 @@ TEST_F(CudaParity, LongFloatRowsInRegistersAndOnTheGeneralPath) {
         << D;
     EXPECT_TRUE(parity([&](const auto& in) { return fused_layer_norm(in[0], {D}); }, {x})) << D;
   }
+  // Many rows per block: layer_norm's backward adds dweight and dbias up over the rows a block
+  // visits (rows up to 4096), with and without a bias.
+  const Tensor tall = randn_cpu({2000, 2048}, 305) * 2.0 + 0.5;
+  const Tensor w_tall = randn_cpu({2048}, 306), b_tall = randn_cpu({2048}, 307);
+  EXPECT_TRUE(parity([](const auto& in) { return fused_layer_norm(in[0], {2048}, in[1], in[2]); },
+                     {tall, w_tall, b_tall}));
+  EXPECT_TRUE(parity([](const auto& in) { return fused_layer_norm(in[0], {2048}, in[1]); },
+                     {tall, w_tall}));
   // Rows that start 4 bytes into their storage: contiguous, but not aligned for float4 loads.
   const Tensor flat = randn_cpu({3 * 2048 + 1}, 303);
   auto misaligned = [](const Tensor& t) { return t.narrow(0, 1, 3 * 2048).view({3, 2048}); };
