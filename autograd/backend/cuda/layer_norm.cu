@@ -305,10 +305,8 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
               layer_norm_backward_registers_kernel<kVecs, true>
                   <<<static_cast<unsigned>(blocks), threads>>>(pg, px, pm, pr, w, pdx, pw, pb, s);
               SG_CUDA_CHECK_LAUNCH();
-              if (pdw != nullptr)
-                sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pw, blocks, D, pdw);
-              if (pdb != nullptr)
-                sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pb, blocks, D, pdb);
+              if (pdw != nullptr) launch_sum_chunks(pw, blocks, D, pdw);
+              if (pdb != nullptr) launch_sum_chunks(pb, blocks, D, pdb);
               return;
             }
           }
@@ -346,8 +344,8 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
         layer_norm_param_grads_kernel<<<grid, block>>>(pg, px, pm, pr, pdw ? pw : nullptr,
                                                        pdb ? pb : nullptr, s, chunk_rows);
         SG_CUDA_CHECK_LAUNCH();
-        if (pdw != nullptr) sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pw, chunks, D, pdw);
-        if (pdb != nullptr) sum_chunks_kernel<<<grid_for(D), kBlockSize>>>(pb, chunks, D, pdb);
+        if (pdw != nullptr) launch_sum_chunks(pw, chunks, D, pdw);
+        if (pdb != nullptr) launch_sum_chunks(pb, chunks, D, pdb);
         SG_CUDA_CHECK_LAUNCH();
       }
     }

@@ -178,8 +178,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tens
       Tensor partial = empty({chunks, args.n_out}, out.options());
       reduce_columns_kernel<<<grid, block>>>(args, px, partial.data_ptr<T>(), idx, chunk);
       SG_CUDA_CHECK_LAUNCH();
-      sum_chunks_kernel<<<grid_for(args.n_out), kBlockSize>>>(partial.data_ptr<T>(), chunks,
-                                                              args.n_out, o);
+      launch_sum_chunks(partial.data_ptr<T>(), chunks, args.n_out, o);
     }
   } else {
     const int threads =
