@@ -240,6 +240,73 @@ T* mutable_data_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
 }
 
+// The register paths: launched when T is float, the rows are longer than a warp handles, fit
+// in registers and are aligned; otherwise nothing is launched, for the general path.
+template <typename T>
+bool layer_norm_in_registers(const T* x, const T* w, const T* b, T eps, T* y, T* mean, T* rstd,
+                             Rows s) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (s.D <= kWarpRowLimit || !row_fits_in_registers(s.D) || !aligned_for_float4(x) ||
+        !aligned_for_float4(y) || (w != nullptr && !aligned_for_float4(w)) ||
+        (b != nullptr && !aligned_for_float4(b))) {
+      return false;
+    }
+    launch_row_in_registers(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+      layer_norm_registers_kernel<kVecs>
+          <<<blocks_for_rows(s.rows), threads>>>(x, w, b, eps, y, mean, rstd, s);
+    });
+    SG_CUDA_CHECK_LAUNCH();
+    return true;
+  }
+}
+
+struct RegisterPath {
+  bool dx = false;    // dx was launched
+  bool sums = false;  // and dweight and dbias (those defined) with it
+};
+
+// dx on the register path, and dweight and dbias in the same pass where their accumulators fit
+// too (2 float4s per thread of each of g, x, dw, db): rows up to 4096. dx may be null (not
+// wanted: nothing launched), as may dw and db.
+template <typename T>
+RegisterPath layer_norm_backward_in_registers(const T* g, const T* x, const T* mean, const T* rstd,
+                                              const T* w, T* dx, T* dw, T* db, Rows s,
+                                              const TensorOptions& options) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return {};
+  } else {
+    if (dx == nullptr || s.rows == 0 || s.D <= kWarpRowLimit || !row_fits_in_registers(s.D, 2) ||
+        !aligned_for_float4(g) || !aligned_for_float4(x) || !aligned_for_float4(dx) ||
+        (w != nullptr && !aligned_for_float4(w))) {
+      return {};
+    }
+    const bool sums = (dw != nullptr || db != nullptr) && s.D / 4 <= 1024;
+    launch_row_in_registers<2>(
+        s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+          if constexpr (kVecs <= 2) {
+            if (sums) {
+              const int64_t blocks = std::min<int64_t>(s.rows, 4 * multiprocessors());
+              Tensor partial = empty({2, blocks, s.D}, options);
+              float* pw = partial.data_ptr<float>();
+              float* pb = pw + blocks * s.D;
+              layer_norm_backward_registers_kernel<kVecs, true>
+                  <<<static_cast<unsigned>(blocks), threads>>>(g, x, mean, rstd, w, dx, pw, pb, s);
+              SG_CUDA_CHECK_LAUNCH();
+              if (dw != nullptr) launch_sum_chunks(pw, blocks, s.D, dw);
+              if (db != nullptr) launch_sum_chunks(pb, blocks, s.D, db);
+              return;
+            }
+          }
+          layer_norm_backward_registers_kernel<kVecs, false>
+              <<<blocks_for_rows(s.rows), threads>>>(g, x, mean, rstd, w, dx, nullptr, nullptr, s);
+        });
+    SG_CUDA_CHECK_LAUNCH();
+    return {true, sums};
+  }
+}
+
 }  // namespace
 
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
@@ -252,19 +319,7 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
     const T *w = data_or_null<T>(weight), *b = data_or_null<T>(bias);
     T *py = out.data_ptr<T>(), *pm = mean.data_ptr<T>(), *pr = rstd.data_ptr<T>();
     const T e = static_cast<T>(eps);
-    if constexpr (std::is_same_v<T, float>) {
-      if (s.D > kWarpRowLimit && row_fits_in_registers(s.D) && aligned_for_float4(px) &&
-          aligned_for_float4(py) && (w == nullptr || aligned_for_float4(w)) &&
-          (b == nullptr || aligned_for_float4(b))) {
-        launch_row_in_registers(
-            s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
-              layer_norm_registers_kernel<kVecs>
-                  <<<blocks_for_rows(s.rows), threads>>>(px, w, b, e, py, pm, pr, s);
-            });
-        SG_CUDA_CHECK_LAUNCH();
-        return;
-      }
-    }
+    if (layer_norm_in_registers(px, w, b, e, py, pm, pr, s)) return;
     launch_rows(
         s,
         [&](dim3 grid, dim3 block) {
@@ -285,40 +340,9 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
     const T *pg = grad.data_ptr<T>(), *px = x.data_ptr<T>();
     const T *pm = mean.data_ptr<T>(), *pr = rstd.data_ptr<T>(), *w = data_or_null<T>(weight);
     T *pdw = mutable_data_or_null<T>(dweight), *pdb = mutable_data_or_null<T>(dbias);
-    bool dx_done = false, sums_done = false;
-    if constexpr (std::is_same_v<T, float>) {
-      if (dx.defined() && s.rows > 0 && s.D > kWarpRowLimit && row_fits_in_registers(s.D, 2) &&
-          aligned_for_float4(pg) && aligned_for_float4(px) &&
-          aligned_for_float4(dx.data_ptr<T>()) && (w == nullptr || aligned_for_float4(w))) {
-        T* pdx = dx.data_ptr<T>();
-        // dweight and dbias in the same pass where their accumulators fit too (2 float4s per
-        // thread of each of g, x, dw, db): rows up to 4096.
-        const bool sums = (pdw != nullptr || pdb != nullptr) && s.D / 4 <= 1024;
-        launch_row_in_registers<2>(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>,
-                                                       int threads) {
-          if constexpr (kVecs <= 2) {
-            if (sums) {
-              const int64_t blocks = std::min<int64_t>(s.rows, 4 * multiprocessors());
-              Tensor partial = empty({2, blocks, s.D}, x.options());
-              float* pw = partial.data_ptr<float>();
-              float* pb = pw + blocks * s.D;
-              layer_norm_backward_registers_kernel<kVecs, true>
-                  <<<static_cast<unsigned>(blocks), threads>>>(pg, px, pm, pr, w, pdx, pw, pb, s);
-              SG_CUDA_CHECK_LAUNCH();
-              if (pdw != nullptr) launch_sum_chunks(pw, blocks, D, pdw);
-              if (pdb != nullptr) launch_sum_chunks(pb, blocks, D, pdb);
-              return;
-            }
-          }
-          layer_norm_backward_registers_kernel<kVecs, false>
-              <<<blocks_for_rows(s.rows), threads>>>(pg, px, pm, pr, w, pdx, nullptr, nullptr, s);
-        });
-        SG_CUDA_CHECK_LAUNCH();
-        dx_done = true;
-        sums_done = sums;
-      }
-    }
-    if (dx.defined() && s.rows > 0 && !dx_done) {
+    const RegisterPath done = layer_norm_backward_in_registers(
+        pg, px, pm, pr, w, dx.defined() ? dx.data_ptr<T>() : nullptr, pdw, pdb, s, x.options());
+    if (dx.defined() && s.rows > 0 && !done.dx) {
       T* pdx = dx.data_ptr<T>();
       launch_rows(
           s,
@@ -329,7 +353,7 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
             layer_norm_backward_kernel<T, BlockGroup><<<grid, block>>>(pg, px, pm, pr, w, pdx, s);
           });
     }
-    if ((pdw != nullptr || pdb != nullptr) && D > 0 && !sums_done) {
+    if ((pdw != nullptr || pdb != nullptr) && D > 0 && !done.sums) {
       const int64_t chunks = row_chunks_for(s.rows, ceil_div(D, kColumns));
       const int64_t chunk_rows = ceil_div(s.rows, chunks);
       const dim3 block(kColumns, kRowShares);

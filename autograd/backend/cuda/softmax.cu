@@ -186,6 +186,42 @@ __global__ void __launch_bounds__(512)
   }
 }
 
+// The register paths: launched, and true, when T is float and the rows fit and are aligned;
+// false (nothing launched) otherwise, for the general block path.
+template <typename T>
+bool softmax_in_registers(const T* x, T* y, const DimLayout& s, bool log) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (!row_fits_in_registers(s.D) || !aligned_for_float4(x) || !aligned_for_float4(y)) {
+      return false;
+    }
+    launch_row_in_registers(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+      softmax_registers_kernel<kVecs>
+          <<<blocks_for_rows(s.outer), threads>>>(x, y, s.outer, s.D, log);
+    });
+    return true;
+  }
+}
+
+template <typename T>
+bool softmax_backward_in_registers(const T* g, const T* y, T* dx, const DimLayout& s, bool log) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (!row_fits_in_registers(s.D, 2) || !aligned_for_float4(g) || !aligned_for_float4(y) ||
+        !aligned_for_float4(dx)) {
+      return false;
+    }
+    launch_row_in_registers<2>(
+        s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
+          softmax_backward_registers_kernel<kVecs>
+              <<<blocks_for_rows(s.outer), threads>>>(g, y, dx, s.outer, s.D, log);
+        });
+    return true;
+  }
+}
+
 // ---- masked_softmax: softmax over the entries a mask keeps, 0 elsewhere ----
 
 // One row: keep[d * mask_step] says whether x[d] takes part. A row that keeps nothing (or only
@@ -252,13 +288,7 @@ void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
       const auto grid = static_cast<unsigned>(
           std::min<int64_t>(ceil_div(s.outer, kRowsPerWarpBlock), kMaxBlocks * 16));
       softmax_warp_kernel<<<grid, block>>>(px, po, s.outer, s.D, log);
-    } else if (std::is_same_v<T, float> && row_fits_in_registers(s.D) && aligned_for_float4(px) &&
-               aligned_for_float4(po)) {
-      launch_row_in_registers(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
-        softmax_registers_kernel<kVecs><<<blocks_for_rows(s.outer), threads>>>(
-            reinterpret_cast<const float*>(px), reinterpret_cast<float*>(po), s.outer, s.D, log);
-      });
-    } else {
+    } else if (!softmax_in_registers(px, po, s, log)) {
       softmax_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D)>>>(px, po, s.outer,
                                                                                  s.D, log);
     }
@@ -282,15 +312,7 @@ void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log
       const auto grid = static_cast<unsigned>(
           std::min<int64_t>(ceil_div(s.outer, kRowsPerWarpBlock), kMaxBlocks * 16));
       softmax_backward_warp_kernel<<<grid, block>>>(pg, py, po, s.outer, s.D, log);
-    } else if (std::is_same_v<T, float> && row_fits_in_registers(s.D, 2) &&
-               aligned_for_float4(pg) && aligned_for_float4(py) && aligned_for_float4(po)) {
-      launch_row_in_registers<2>(
-          s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
-            softmax_backward_registers_kernel<kVecs><<<blocks_for_rows(s.outer), threads>>>(
-                reinterpret_cast<const float*>(pg), reinterpret_cast<const float*>(py),
-                reinterpret_cast<float*>(po), s.outer, s.D, log);
-          });
-    } else {
+    } else if (!softmax_backward_in_registers(pg, py, po, s, log)) {
       softmax_backward_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D)>>>(
           pg, py, po, s.outer, s.D, log);
     }

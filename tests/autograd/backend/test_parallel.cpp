@@ -4,8 +4,10 @@
 #include "autograd/backend/cpu/parallel.h"
 
 #include <atomic>
+#include <functional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,6 +27,20 @@ class ThreadsGuard {
  private:
   int saved_;
 };
+
+// fn's results with the pool at `threads` threads.
+std::vector<Tensor> with_threads(int threads, const std::function<std::vector<Tensor>()>& fn) {
+  ThreadsGuard guard(threads);
+  return fn();
+}
+
+void expect_same_bits(const std::vector<Tensor>& serial, const std::vector<Tensor>& parallel,
+                      const std::string& what) {
+  ASSERT_EQ(serial.size(), parallel.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(serial[i].to_vector<float>(), parallel[i].to_vector<float>()) << what << " " << i;
+  }
+}
 
 TEST(BackendParallelFor, VisitsEveryIndexExactlyOnce) {
   ThreadsGuard threads(2);
@@ -83,18 +99,7 @@ TEST(BackendParallelFor, LayerNormGradientsWithMoreThreadsThanRows) {
     fused_layer_norm(xx, {8192}, ww, bb, 1e-5).backward(g);
     return std::vector<Tensor>{xx.grad(), ww.grad(), bb.grad()};
   };
-  std::vector<Tensor> serial, parallel;
-  {
-    ThreadsGuard threads(1);
-    serial = grads();
-  }
-  {
-    ThreadsGuard threads(16);
-    parallel = grads();
-  }
-  for (size_t i = 0; i < serial.size(); ++i) {
-    EXPECT_EQ(serial[i].to_vector<float>(), parallel[i].to_vector<float>()) << "gradient " << i;
-  }
+  expect_same_bits(with_threads(1, grads), with_threads(16, grads), "gradient");
 }
 
 TEST(BackendParallelFor, WorkBelowTwoGrainsRunsOnTheCallerInOneCall) {
@@ -159,18 +164,7 @@ TEST(BackendParallelFor, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
     Tensor col = x.sum({0});
     return std::vector<Tensor>{a, s, ln, col};
   };
-  std::vector<Tensor> serial, parallel;
-  {
-    ThreadsGuard threads(1);
-    serial = run();
-  }
-  {
-    ThreadsGuard threads(2);
-    parallel = run();
-  }
-  for (size_t i = 0; i < serial.size(); ++i) {
-    EXPECT_EQ(serial[i].to_vector<float>(), parallel[i].to_vector<float>()) << "result " << i;
-  }
+  expect_same_bits(with_threads(1, run), with_threads(2, run), "result");
 }
 
 // A product too small for OpenBLAS's threads is cut between ours (gemm.cpp, split_gemm): by rows
