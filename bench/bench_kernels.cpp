@@ -143,6 +143,29 @@ void BM_layer_norm_backward(benchmark::State& state) {
   set_bytes(state, 3 * x.numel() * 4);
 }
 
+// A Linear layer [rows, in] -> [rows, out] (fused_linear), forward alone and forward + backward:
+// the products, the bias and the bias gradient together, against the flops of the products.
+void BM_linear(benchmark::State& state) {
+  const int64_t rows = state.range(0), in = state.range(1), out = state.range(2);
+  const bool backward = state.range(3) != 0;
+  sg::nn::Linear layer(in, out);
+  sg::Tensor x = sg::randn({rows, in}, sg::TensorOptions().requires_grad(backward));
+  sg::Tensor g = sg::randn({rows, out});
+  for (auto _ : state) {
+    if (!backward) {
+      sg::NoGradGuard no_grad;
+      benchmark::DoNotOptimize(layer.forward(x));
+      continue;
+    }
+    layer.zero_grad();
+    x.set_grad(sg::Tensor());
+    layer.forward(x).backward(g);
+  }
+  const double flops = 2.0 * double(rows * in * out) * (backward ? 3 : 1);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
 void BM_cross_entropy(benchmark::State& state) {
   const int64_t N = state.range(0), C = state.range(1);
   sg::Tensor logits = sg::randn({N, C}, sg::TensorOptions().requires_grad(true));
@@ -226,6 +249,12 @@ BENCHMARK(BM_layer_norm_backward)
     ->Args({800, 32})
     ->Args({2048, 256})
     ->Args({800, 512})
+    ->UseRealTime();
+BENCHMARK(BM_linear)
+    ->Args({800, 32, 32, 0})
+    ->Args({800, 32, 32, 1})
+    ->Args({800, 32, 64, 1})
+    ->Args({2048, 256, 256, 1})
     ->UseRealTime();
 BENCHMARK(BM_cross_entropy)->Args({720, 11})->Args({2016, 11})->Args({2048, 1000})->UseRealTime();
 BENCHMARK(BM_add)->Arg(25600)->Arg(1 << 20)->UseRealTime();

@@ -109,6 +109,21 @@ class Backend {
                                    const Tensor& /*dweight*/, const Tensor& /*dbias*/) {
     return false;
   }
+  // A Linear layer, out = x·Wᵀ + bias, for x [rows, in], weight [out_features, in], bias
+  // [out_features] or undefined, out [rows, out_features] (contiguous); one dtype.
+  virtual bool linear(const Tensor& /*x*/, const Tensor& /*weight*/, const Tensor& /*bias*/,
+                      const Tensor& /*out*/) {
+    return false;
+  }
+  // Its gradients for grad = dL/dout [rows, out_features]: dx = grad·W [rows, in], dweight =
+  // gradᵀ·x [out_features, in], dbias = grad summed over rows [out_features] (contiguous), each
+  // computed only where defined (x is read only for dweight, weight only for dx; either may then
+  // be undefined).
+  virtual bool linear_backward(const Tensor& /*grad*/, const Tensor& /*x*/,
+                               const Tensor& /*weight*/, const Tensor& /*dx*/,
+                               const Tensor& /*dweight*/, const Tensor& /*dbias*/) {
+    return false;
+  }
   // One Adam step in place on param, exp_avg and exp_avg_sq (contiguous, one shape and dtype) from
   // grad (contiguous, same shape): the update of sg::adam_update_ (ops.h), whose arguments these
   // are. `step` counts from 1.

@@ -4,7 +4,10 @@
 // nn::linear (nn/linear.cpp) is the same math composed from matmul and add, the version chapter 5
 // reads; the tests check the two agree. Fused, the bias costs no pass of its own: it is copied
 // into the output first, and the product is accumulated onto it (BLAS's beta = 1), where the
-// composition writes the product, then reads it back to add the bias into a second tensor.
+// composition writes the product, then reads it back to add the bias into a second tensor. A
+// backend may do the whole layer, forward or backward, in one job of its own (Backend::linear
+// and linear_backward: the CPU's for layers of at most 64 features, backend/cpu/linear.cpp, where
+// the bias is where the sums start); where it does not, the layer is composed as below.
 // Backward, with x [rows, in] (batch dims flattened), W [out, in], g = dL/dy [rows, out]:
 //   dx = g·W          [rows, in]
 //   dW = gᵀ·x         [out, in]   (contiguous, like W: no transpose to undo)
@@ -49,26 +52,35 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   out_shape.push_back(out_features);
   Tensor out = empty(out_shape, x.options());
   Backend& backend = backend_for(x.device());
-  // Every row of the output starts as the bias...
-  backend.copy(detail::broadcast_view(bias.detach(), out_shape), out);
-  // ...and the product x·Wᵀ is added onto it: one gemm over all rows, [1, rows, in]·[1, in, out].
-  Tensor rows = x.detach().reshape({1, n_rows, in});  // a view unless x's rows are scattered
-  Tensor w_t = weight.detach().t().unsqueeze(0);      // [1, in, out], a transposed view
-  backend.gemm(rows, w_t, out.view({1, n_rows, out_features}), /*accumulate=*/true);
+  const Tensor x_rows = x.detach().reshape({n_rows, in});  // a view unless x's rows are scattered
+  const Tensor out_rows = out.view({n_rows, out_features});
+  if (!backend.linear(x_rows, weight.detach(), bias.detach(), out_rows)) {
+    // Every row of the output starts as the bias...
+    backend.copy(detail::broadcast_view(bias.detach(), out_shape), out);
+    // ...and the product x·Wᵀ is added onto it: one gemm over all rows, [1, rows, in]·[1, in, out].
+    backend.gemm(x_rows.unsqueeze(0), weight.detach().t().unsqueeze(0), out_rows.unsqueeze(0),
+                 /*accumulate=*/true);
+  }
 
   const bool need_dx = x.requires_grad(), need_dw = weight.requires_grad();
   return record("fused_linear", out, {x, weight, bias},
                 [saved_x = need_dw ? SavedTensor(x) : SavedTensor(),
                  saved_w = need_dx ? SavedTensor(weight) : SavedTensor(), need_dx, need_dw,
-                 need_db = bias.requires_grad(), n_rows, in, out_features](const Tensor& g) {
+                 need_db = bias.requires_grad(), n_rows, in, out_features,
+                 x_shape = x.shape()](const Tensor& g) {
                   const Tensor g_rows = g.reshape({n_rows, out_features});
-                  Tensor dx, dw, db;
-                  if (need_dx) dx = matmul(g, saved_w.get());  // [.., in]
-                  if (need_dw) {
-                    dw = matmul(g_rows.t(), saved_x.get().reshape({n_rows, in}));  // [out, in]
+                  const Tensor x_ = need_dw ? saved_x.get().reshape({n_rows, in}) : Tensor();
+                  const Tensor w_ = need_dx ? saved_w.get() : Tensor();
+                  Tensor dx = need_dx ? empty({n_rows, in}, g.options()) : Tensor();
+                  Tensor dw = need_dw ? empty({out_features, in}, g.options()) : Tensor();
+                  Tensor db = need_db ? empty({out_features}, g.options()) : Tensor();
+                  if (!backend_for(g.device()).linear_backward(g_rows, x_, w_, dx, dw, db)) {
+                    dx = dw = db = Tensor();  // not held while the composition makes its own
+                    if (need_dx) dx = matmul(g_rows, w_);      // [rows, in]
+                    if (need_dw) dw = matmul(g_rows.t(), x_);  // [out, in]
+                    if (need_db) db = g_rows.sum({0});         // [out]
                   }
-                  if (need_db) db = g_rows.sum({0});  // [out]
-                  return Grads{dx, dw, db};
+                  return Grads{need_dx ? dx.view(x_shape) : Tensor(), dw, db};
                 });
 }
 

@@ -319,6 +319,14 @@ class CpuBackend final : public Backend {
     cpu::layer_norm_backward(grad, x, mean, rstd, weight, dx, dweight, dbias);
     return true;
   }
+  bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Tensor& out) override {
+    return cpu::linear(x, weight, bias, out);
+  }
+  bool linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& dx,
+                       const Tensor& dweight, const Tensor& dbias) override {
+    return cpu::linear_backward(grad, x, weight, dx, dweight, dbias);
+  }
   bool adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                    const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                    double weight_decay, bool decoupled_weight_decay, int64_t step) override {

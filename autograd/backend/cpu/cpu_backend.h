@@ -36,13 +36,17 @@ void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor
 void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
             std::string_view op);
 void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-// The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, adam.cpp).
+// The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, linear.cpp, adam.cpp).
 void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                 const Tensor& out, const Tensor& mean, const Tensor& rstd);
 void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
                          const Tensor& rstd, const Tensor& weight, const Tensor& dx,
                          const Tensor& dweight, const Tensor& dbias);
+// Linear layers of d_model <= 64 in narrow_gemm (linear.cpp); false where they do not fit.
+bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
+bool linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& dx,
+                     const Tensor& dweight, const Tensor& dbias);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                  double weight_decay, bool decoupled_weight_decay, int64_t step);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/narrow_gemm.h"
 #include "autograd/backend/cpu/parallel.h"
 #include "autograd/backend/cpu/tiny_gemm.h"
 #include "autograd/blas.h"
@@ -132,10 +133,23 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int
   }
 }
 
-// Products too small for OpenBLAS's own threads but of at least this many flops are cut into
-// blocks, one per thread of our pool (split_gemm): [800, 32]·[32, 32] (1.6 MFLOP) in two halves
-// of ~6 us each instead of ~13 us on one core, when the rows around it are split the same way.
-constexpr double kMinSplitFlops = 0.4e6;
+// One product c = a·b + beta·c on the calling thread: a float product with a narrow output and b
+// in rows goes to narrow_gemm (about twice OpenBLAS's speed there), everything else to OpenBLAS.
+template <typename T>
+void one_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
+              int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (tb == CblasNoTrans && narrow_gemm_fits(M, N, K)) {
+      const bool a_in_rows = ta == CblasNoTrans;
+      return narrow_gemm(M, N, K, a, a_in_rows ? lda : 1, a_in_rows ? 1 : lda, b, ldb,
+                         /*bias=*/nullptr, c, ldc, /*accumulate=*/beta != 0.0f);
+    }
+  }
+  blas_gemm(ta, tb, M, N, K, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Products too small for OpenBLAS's own threads but of at least 2 x kMinSplitFlops (parallel.h)
+// are cut into blocks, one per thread of our pool (split_gemm).
 
 // One product c = a·b (+ c) cut into `parts` blocks, block p on thread p of the pool, which owns
 // the same share of rows in the kernels around it (parallel.h): when the product sums over many
@@ -160,13 +174,13 @@ void split_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, in
         const T* ap = a + first * (ta == CblasNoTrans ? 1 : lda);
         const T* bp = b + first * (tb == CblasNoTrans ? ldb : 1);
         T* cp = p == 0 ? c : partials.data() + (p - 1) * M * N;
-        blas_gemm(ta, tb, M, N, end - first, ap, lda, bp, ldb, p == 0 ? beta : T(0), cp, N);
+        one_gemm(ta, tb, M, N, end - first, ap, lda, bp, ldb, p == 0 ? beta : T(0), cp, N);
       } else if (cut == Cut::kRows) {  // rows [first, end) of a and c
         const T* ap = a + first * (ta == CblasNoTrans ? lda : 1);
-        blas_gemm(ta, tb, end - first, N, K, ap, lda, b, ldb, beta, c + first * N, N);
+        one_gemm(ta, tb, end - first, N, K, ap, lda, b, ldb, beta, c + first * N, N);
       } else {  // columns [first, end) of b and c
         const T* bp = b + first * (tb == CblasNoTrans ? 1 : ldb);
-        blas_gemm(ta, tb, M, end - first, K, a, lda, bp, ldb, beta, c + first, N);
+        one_gemm(ta, tb, M, end - first, K, a, lda, bp, ldb, beta, c + first, N);
       }
     }
   });
@@ -203,6 +217,15 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
   const T* pa = A.data.data_ptr<T>();
   const T* pb = B.data.data_ptr<T>();
   T* pc = out.data_ptr<T>();
+  // A narrow float product whose b is a transposed view (a Linear layer's Wᵀ, at most 64 x K
+  // floats) is copied into rows once here, for narrow_gemm and every block of split_gemm.
+  std::vector<T> b_rows;
+  if (std::is_same_v<T, float> && batch == 1 && M > 1 && B.trans == CblasTrans &&
+      narrow_gemm_fits(M, N, K)) {
+    b_rows.resize(static_cast<size_t>(K * N));
+    pack_rows(pb, B.ld, K, N, b_rows.data());
+    pb = b_rows.data(), B.trans = CblasNoTrans, B.ld = N;
+  }
   if (M == 1) {
     const int64_t a_cs = A.trans == CblasNoTrans ? 1 : A.ld;
     const int64_t b_rs = B.trans == CblasNoTrans ? B.ld : 1;
@@ -229,9 +252,9 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
       const T* bi = pb + i * B.batch_stride;
       if (pack_a) pack_rows(ai, A.ld, M, K, packed_a);
       if (pack_b) pack_rows(bi, B.ld, K, N, packed_b);
-      blas_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
-                pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi,
-                pack_b ? N : B.ld, beta, pc + i * M * N, N);
+      one_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
+               pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi, pack_b ? N : B.ld,
+               beta, pc + i * M * N, N);
     }
   };
   if (batch == 1 && flops < kMinThreadedFlops && flops >= 2 * kMinSplitFlops) {

@@ -29,6 +29,10 @@ namespace sg::cpu {
 // job for a watching worker costs ~1 us, a pass over 8K floats 1-2 us (waking a sleeping one
 // takes longer, but in a step of many kernels the workers are watching).
 inline constexpr int64_t kParallelGrain = 1 << 13;
+// Flops of a matrix product below which a share of it is not worth a thread: [800, 32]·[32, 32]
+// (1.6 MFLOP) runs in two halves of ~6 us each instead of ~13 us on one core, when the rows
+// around it are split the same way (gemm.cpp, linear.cpp).
+inline constexpr double kMinSplitFlops = 0.4e6;
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
