@@ -116,6 +116,15 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim = -1);
 // one op, the product accumulated onto the bias. dx = g·W, dW = gᵀ·x, db = Σ_rows g
 Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// ---- attention as one op: ops/attention.cpp ----
+// nn::scaled_dot_product_attention's math (no dropout) for q [B, H, T, Dh], k [B, H, S, Dh],
+// v [B, H, S, Dv] and a bool mask broadcastable to [B, H, T, S] (or undefined): {output
+// [B, H, T, Dv], weights [B, H, T, S]}, both differentiable, in one kernel of the backend's where
+// it has one for these shapes (the CPU's for T, S, Dh, Dv <= 16); two undefined tensors where it
+// has none, and the caller composes the ops (nn/attention.cpp).
+std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                          const Tensor& mask, double scale);
+
 // ---- normalisation: ops/normalization.cpp ----
 // Layer norm over the last dims (those of normalized_shape) as one op; nn::layer_norm is the same
 // math composed from primitives. weight and bias may be undefined.

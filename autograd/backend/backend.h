@@ -124,6 +124,23 @@ class Backend {
                                const Tensor& /*dweight*/, const Tensor& /*dbias*/) {
     return false;
   }
+  // Attention, out = softmax(scale · q·kᵀ over the keys where mask is true)·v, for q [B, H, T,
+  // Dh], k [B, H, S, Dh], v [B, H, S, Dv], mask bool [B, H, T, S] (any strides, 0 where
+  // broadcast) or undefined, out [B, H, T, Dv] (any strides); weights [B, H, T, S] (contiguous)
+  // receives the softmax. A query with no key kept gets weights 0 (masked_softmax's rule).
+  virtual bool attention(const Tensor& /*q*/, const Tensor& /*k*/, const Tensor& /*v*/,
+                         const Tensor& /*mask*/, double /*scale*/, const Tensor& /*out*/,
+                         const Tensor& /*weights*/) {
+    return false;
+  }
+  // Its gradients dq, dk, dv (shaped like q, k, v, any strides) for grad = dL/dout, given the
+  // forward's weights.
+  virtual bool attention_backward(const Tensor& /*grad*/, const Tensor& /*q*/, const Tensor& /*k*/,
+                                  const Tensor& /*v*/, const Tensor& /*weights*/, double /*scale*/,
+                                  const Tensor& /*dq*/, const Tensor& /*dk*/,
+                                  const Tensor& /*dv*/) {
+    return false;
+  }
   // One Adam step in place on param, exp_avg and exp_avg_sq (contiguous, one shape and dtype) from
   // grad (contiguous, same shape): the update of sg::adam_update_ (ops.h), whose arguments these
   // are. `step` counts from 1.

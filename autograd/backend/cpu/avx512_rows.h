@@ -1,4 +1,5 @@
-// What the AVX-512 kernels over short rows share (short_softmax.cpp, short_layer_norm.cpp): a row
+// What the AVX-512 kernels over short rows share (short_softmax.cpp, short_layer_norm.cpp,
+// short_attention.cpp): a row
 // of D <= 64 floats is 1 to 4 registers of 16 lanes, the lanes past D masked off, and sums are
 // taken in double (8 lanes per register). Only functions marked SG_AVX512 use these
 // instructions; callers check cpu_has_avx512() first, so the rest of the build stays portable.
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
 // For the functions that use AVX-512 (the byte and 128/256-bit forms too, for masks and halves).
 #define SG_AVX512 gnu::target("avx512f,avx512bw,avx512vl")
@@ -66,6 +68,32 @@ decltype(auto) with_registers_per_row(int64_t D, F&& f) {
                         _mm512_cvtps_pd(_mm512_castps512_ps256(b)), acc);
   return _mm512_fmadd_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(a_high)),
                          _mm512_cvtps_pd(_mm512_castps512_ps256(b_high)), acc);
+}
+
+// fast_exp (vec_math.h) on 16 lanes: the same Cephes polynomial; 2^n applied by scalef.
+[[SG_AVX512, gnu::always_inline]] inline __m512 exp16(__m512 x) {
+  const __m512 hi = _mm512_set1_ps(88.3762626647949f), lo = _mm512_set1_ps(-87.3365447504f);
+  // Lanes below lo (masked entries: -inf) compute exp(0) and become 0 at the end: clamped to lo
+  // they would make denormal intermediates, which cost a microcode assist each (4x slower).
+  const __mmask16 tiny = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  const __m512 clamped = _mm512_mask_mov_ps(_mm512_min_ps(x, hi), tiny, _mm512_setzero_ps());
+  const __m512 n = _mm512_roundscale_ps(
+      _mm512_fmadd_ps(clamped, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), clamped);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+  __m512 y = _mm512_scalef_ps(e, n);
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ),
+                         _mm512_set1_ps(std::numeric_limits<float>::infinity()));
+  y = _mm512_mask_mov_ps(y, tiny, _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);  // NaN stays NaN
 }
 
 }  // namespace sg::cpu::avx512

@@ -36,7 +36,8 @@ void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor
 void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
             std::string_view op);
 void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-// The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, linear.cpp, adam.cpp).
+// The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, linear.cpp,
+// short_attention.cpp, adam.cpp).
 void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                 const Tensor& out, const Tensor& mean, const Tensor& rstd);
@@ -47,6 +48,12 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
 bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
 bool linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& dx,
                      const Tensor& dweight, const Tensor& dbias);
+// Attention over sequences of at most 16 (short_attention.cpp); false where it does not fit.
+bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
+               const Tensor& out, const Tensor& weights);
+bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                  double weight_decay, bool decoupled_weight_decay, int64_t step);

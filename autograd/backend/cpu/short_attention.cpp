@@ -1,0 +1,262 @@
+// Attention over short sequences in AVX-512 registers (backend.h: attention, attention_backward),
+// for T, S <= 16 queries and keys and head sizes Dh, Dv <= 16: the tiny model's attention
+// ([80 x 4] heads of 10 x 10 scores, Dh = 8) is a few hundred instructions per head, and composed
+// from ops it costs two batched products, a scale, a masked softmax, copies of k and v and of the
+// merged heads, and twice that backward (bench/NOTES.md).
+//
+// One head at a time, in registers whose 16 lanes are the queries t: the scores' column for key s
+// is sᵀ[s] = Σ_d k[s, d] · qᵀ[d] (qᵀ gathered once), so the softmax over the keys is elementwise
+// across S registers (a max, S exps, a sum: no horizontal reductions per row). Products that
+// want rows instead (out = P·v, dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO) broadcast one number of P or
+// dS at a time against a row of v, k, q or dO, which are contiguous along the head dim.
+//   forward   P = masked_softmax(scale · q·kᵀ), out = P·v; P is written out (the weights)
+//   backward  dP = dO·vᵀ, dS = scale · P ∘ (dP - rowsum(P ∘ dP)), dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO
+// A query whose keys are all masked gets P = 0 (masked_softmax's rule), so its out, dq are 0.
+// Anything else (longer sequences, float64, no AVX-512, a head dim with stride != 1) returns
+// false and scaled_dot_product_attention composes the ops.
+#include <algorithm>
+#include <cstdint>
+
+#include "autograd/backend/cpu/avx512_rows.h"
+#include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/parallel.h"
+
+namespace sg::cpu {
+
+#ifdef SG_AVX512_ROWS
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's bug 105593, as short_softmax
+
+namespace {
+
+constexpr int64_t kMaxLength = 16;  // T, S, Dh, Dv: one register of 16 lanes
+
+using avx512::exp16;
+
+// A [B, H, rows, cols] float tensor whose last stride is 1: matrix (b, h) starts at
+// data + b * batch + h * head, its rows `row` apart.
+struct Heads {
+  float* data;
+  int64_t batch, head, row;
+  explicit Heads(const Tensor& t)
+      : data(const_cast<float*>(t.data_ptr<float>())),
+        batch(t.stride(0)),
+        head(t.stride(1)),
+        row(t.stride(2)) {}
+  float* at(int64_t b, int64_t h) const { return data + b * batch + h * head; }
+};
+
+__mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+
+// Lane t of the result: the number at column `col` of row t of a [T, ...] matrix, rows `row` apart.
+[[SG_AVX512]] inline __m512 column(const float* m, int64_t row, int64_t col, __mmask16 rows) {
+  const __m512i index =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(row)));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows, index, m + col, 4);
+}
+
+struct Sizes {
+  int64_t T, S, Dh, Dv;
+};
+
+// One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart).
+[[SG_AVX512]] void forward_head(const float* q, int64_t q_row, const float* k, int64_t k_row,
+                                const float* v, int64_t v_row, const uint8_t* mask,
+                                int64_t mask_row, int64_t mask_col, float scale, Sizes n, float* p,
+                                float* out, int64_t out_row) {
+  const __mmask16 queries = first_lanes(n.T);
+  __m512 q_t[kMaxLength];  // qᵀ: register d holds q[t, d] in lane t
+  for (int64_t d = 0; d < n.Dh; ++d) q_t[d] = column(q, q_row, d, queries);
+  // The scores' columns, scaled, masked entries -inf; and each query's max over the keys.
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 e[kMaxLength];
+  __mmask16 kept[kMaxLength];
+  __m512 largest = minus_inf;
+  for (int64_t s = 0; s < n.S; ++s) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t d = 0; d < n.Dh; ++d)
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(k[s * k_row + d]), q_t[d], sum);
+    __mmask16 keep = queries;
+    if (mask != nullptr) {
+      keep = 0;
+      for (int64_t t = 0; t < n.T; ++t) {
+        if (mask[t * mask_row + s * mask_col] != 0) keep = static_cast<__mmask16>(keep | (1u << t));
+      }
+    }
+    kept[s] = keep;
+    e[s] = _mm512_mask_mul_ps(minus_inf, keep, sum, _mm512_set1_ps(scale));
+    largest = _mm512_max_ps(largest, e[s]);
+  }
+  // exp(score - max) where kept (a query with nothing kept: no lane, so no -inf - -inf).
+  __m512 total = _mm512_setzero_ps();
+  for (int64_t s = 0; s < n.S; ++s) {
+    e[s] = _mm512_maskz_mov_ps(kept[s], exp16(_mm512_sub_ps(e[s], largest)));
+    total = _mm512_add_ps(total, e[s]);
+  }
+  const __mmask16 any = _mm512_cmp_ps_mask(total, _mm512_setzero_ps(), _CMP_GT_OQ);
+  const __m512 inv = _mm512_maskz_div_ps(any, _mm512_set1_ps(1.0f), total);  // all masked: 0
+  // P, column by column: into p ([T, S], scattered to its rows) and a copy [s][t] to broadcast.
+  alignas(64) float p_t[kMaxLength * kMaxLength];
+  const __m512i p_rows =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(n.S)));
+  for (int64_t s = 0; s < n.S; ++s) {
+    const __m512 column_s = _mm512_mul_ps(e[s], inv);
+    _mm512_store_ps(p_t + s * kMaxLength, column_s);
+    _mm512_mask_i32scatter_ps(p + s, queries, p_rows, column_s, 4);
+  }
+  // out[t] = Σ_s P[t, s] · v[s]
+  const __mmask16 dv = first_lanes(n.Dv);
+  __m512 v_rows[kMaxLength];
+  for (int64_t s = 0; s < n.S; ++s) v_rows[s] = _mm512_maskz_loadu_ps(dv, v + s * v_row);
+  for (int64_t t = 0; t < n.T; ++t) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t s = 0; s < n.S; ++s) {
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(p_t[s * kMaxLength + t]), v_rows[s], sum);
+    }
+    _mm512_mask_storeu_ps(out + t * out_row, dv, sum);
+  }
+}
+
+// One head backward, from dO [T, Dv] and the forward's p [T, S].
+[[SG_AVX512]] void backward_head(const float* d_out, int64_t d_out_row, const float* q,
+                                 int64_t q_row, const float* k, int64_t k_row, const float* v,
+                                 int64_t v_row, const float* p, float scale, Sizes n, float* dq,
+                                 int64_t dq_row, float* dk, int64_t dk_row, float* dv,
+                                 int64_t dv_row) {
+  const __mmask16 queries = first_lanes(n.T), lanes_h = first_lanes(n.Dh),
+                  lanes_v = first_lanes(n.Dv);
+  __m512 d_out_t[kMaxLength];  // dOᵀ: register d holds dO[t, d] in lane t
+  for (int64_t d = 0; d < n.Dv; ++d) d_out_t[d] = column(d_out, d_out_row, d, queries);
+  // dPᵀ[s] = Σ_d v[s, d] · dOᵀ[d]; Pᵀ[s] gathered from p; each query's Σ_s P ∘ dP.
+  __m512 p_t[kMaxLength], dp_t[kMaxLength];
+  __m512 row_dot = _mm512_setzero_ps();
+  for (int64_t s = 0; s < n.S; ++s) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t d = 0; d < n.Dv; ++d) {
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(v[s * v_row + d]), d_out_t[d], sum);
+    }
+    dp_t[s] = sum;
+    p_t[s] = column(p, n.S, s, queries);
+    row_dot = _mm512_fmadd_ps(p_t[s], sum, row_dot);
+  }
+  // dSᵀ[s] = scale · Pᵀ[s] ∘ (dPᵀ[s] - row_dot), kept as [s][t] to broadcast.
+  alignas(64) float ds_t[kMaxLength * kMaxLength];
+  const __m512 scale_v = _mm512_set1_ps(scale);
+  for (int64_t s = 0; s < n.S; ++s) {
+    const __m512 ds =
+        _mm512_mul_ps(scale_v, _mm512_mul_ps(p_t[s], _mm512_sub_ps(dp_t[s], row_dot)));
+    _mm512_store_ps(ds_t + s * kMaxLength, ds);
+  }
+  // dq[t] = Σ_s dS[t, s] · k[s]
+  __m512 rows[kMaxLength];
+  for (int64_t s = 0; s < n.S; ++s) rows[s] = _mm512_maskz_loadu_ps(lanes_h, k + s * k_row);
+  for (int64_t t = 0; t < n.T; ++t) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t s = 0; s < n.S; ++s) {
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(ds_t[s * kMaxLength + t]), rows[s], sum);
+    }
+    _mm512_mask_storeu_ps(dq + t * dq_row, lanes_h, sum);
+  }
+  // dk[s] = Σ_t dS[t, s] · q[t]
+  for (int64_t t = 0; t < n.T; ++t) rows[t] = _mm512_maskz_loadu_ps(lanes_h, q + t * q_row);
+  for (int64_t s = 0; s < n.S; ++s) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t t = 0; t < n.T; ++t) {
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(ds_t[s * kMaxLength + t]), rows[t], sum);
+    }
+    _mm512_mask_storeu_ps(dk + s * dk_row, lanes_h, sum);
+  }
+  // dv[s] = Σ_t P[t, s] · dO[t]
+  for (int64_t t = 0; t < n.T; ++t) rows[t] = _mm512_maskz_loadu_ps(lanes_v, d_out + t * d_out_row);
+  for (int64_t s = 0; s < n.S; ++s) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t t = 0; t < n.T; ++t) {
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(p[t * n.S + s]), rows[t], sum);
+    }
+    _mm512_mask_storeu_ps(dv + s * dv_row, lanes_v, sum);
+  }
+}
+
+// Whether the kernels take these tensors: float, AVX-512, lengths and head sizes <= 16, the head
+// dim of every [B, H, rows, cols] operand contiguous.
+bool fits(std::initializer_list<const Tensor*> heads, const Sizes& n) {
+  if (!avx512::cpu_has_avx512()) return false;
+  for (int64_t length : {n.T, n.S, n.Dh, n.Dv}) {
+    if (length < 1 || length > kMaxLength) return false;
+  }
+  for (const Tensor* t : heads) {
+    if (t->dtype() != kFloat32 || t->dim() != 4 || (t->stride(3) != 1 && t->size(3) > 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Heads per job of the pool: ~16K multiply-adds each.
+int64_t heads_per_grain(const Sizes& n) {
+  return std::max<int64_t>(1, (1 << 14) / (n.T * n.S * (n.Dh + n.Dv)));
+}
+
+}  // namespace
+
+#pragma GCC diagnostic pop
+
+bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
+               const Tensor& out, const Tensor& weights) {
+  const int64_t B = q.size(0), H = q.size(1);
+  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
+  const Heads hq(q), hk(k), hv(v), ho(out);
+  const uint8_t* m =
+      mask.defined() ? reinterpret_cast<const uint8_t*>(mask.data_ptr<bool>()) : nullptr;
+  const int64_t mb = mask.defined() ? mask.stride(0) : 0, mh = mask.defined() ? mask.stride(1) : 0;
+  const int64_t mr = mask.defined() ? mask.stride(2) : 0, mc = mask.defined() ? mask.stride(3) : 0;
+  float* w = weights.data_ptr<float>();
+  parallel_for(B * H, heads_per_grain(n), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const int64_t b = i / H, h = i % H;
+      forward_head(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row,
+                   m != nullptr ? m + b * mb + h * mh : nullptr, mr, mc, static_cast<float>(scale),
+                   n, w + i * n.T * n.S, ho.at(b, h), ho.row);
+    }
+  });
+  return true;
+}
+
+bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv) {
+  const int64_t B = q.size(0), H = q.size(1);
+  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  if (!fits({&grad, &q, &k, &v, &dq, &dk, &dv}, n) || !weights.is_contiguous()) return false;
+  const Heads hg(grad), hq(q), hk(k), hv(v), hdq(dq), hdk(dk), hdv(dv);
+  const float* w = weights.data_ptr<float>();
+  parallel_for(B * H, heads_per_grain(n), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      const int64_t b = i / H, h = i % H;
+      backward_head(hg.at(b, h), hg.row, hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h),
+                    hv.row, w + i * n.T * n.S, static_cast<float>(scale), n, hdq.at(b, h), hdq.row,
+                    hdk.at(b, h), hdk.row, hdv.at(b, h), hdv.row);
+    }
+  });
+  return true;
+}
+
+#else  // no AVX-512 kernel in this build: scaled_dot_product_attention composes the ops
+
+bool attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, const Tensor&,
+               const Tensor&) {
+  return false;
+}
+
+bool attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                        double, const Tensor&, const Tensor&, const Tensor&) {
+  return false;
+}
+
+#endif
+
+}  // namespace sg::cpu

@@ -1,0 +1,128 @@
+// Tests for fused_attention and the CPU's short-sequence kernel (backend/cpu/short_attention.cpp):
+// output, weights and the gradients of q, k and v (through the output and through the weights)
+// against the composed attention in float64 (nn::scaled_dot_product_attention, which composes
+// the ops for float64), with no mask, padding and causal masks, a query with every key masked,
+// queries and keys of different lengths, head views split from [B, T, H·Dh] rows, and the sizes
+// at the kernel's limit; and the cases it leaves to the composition.
+#include <utility>
+
+#include "autograd/ops.h"
+#include "nn/attention.h"
+#include "tests/support/testing.h"
+
+namespace sg {
+namespace {
+
+struct Case {
+  int64_t B, H, T, S, Dh, Dv;
+  Tensor mask;               // bool, broadcastable to [B, H, T, S], or undefined
+  bool split_heads = false;  // q, k, v as views [B, L, H, D] -> [B, H, L, D]
+};
+
+Tensor heads(const Case& c, int64_t L, int64_t D) {
+  if (!c.split_heads) return randn({c.B, c.H, L, D});
+  return randn({c.B, L, c.H, D}).transpose(1, 2);
+}
+
+void check_against_composition(const Case& c) {
+  SCOPED_TRACE(fmt::format("B {} H {} T {} S {} Dh {} Dv {} mask {} split {}", c.B, c.H, c.T, c.S,
+                           c.Dh, c.Dv, c.mask.defined() ? c.mask.shape() : Shape{}, c.split_heads));
+  const Tensor q = heads(c, c.T, c.Dh), k = heads(c, c.S, c.Dh), v = heads(c, c.S, c.Dv);
+  const Tensor g_out = randn({c.B, c.H, c.T, c.Dv}), g_weights = randn({c.B, c.H, c.T, c.S});
+  const double scale = 0.37;
+
+  Tensor qf = q.clone().requires_grad_(true), kf = k.clone().requires_grad_(true),
+         vf = v.clone().requires_grad_(true);
+  auto [out, weights] = fused_attention(qf, kf, vf, c.mask, scale);
+  ASSERT_TRUE(out.defined()) << "the kernel did not take these shapes";
+  ((out * g_out).sum() + (weights * g_weights).sum()).backward();
+
+  // The composition in float64, with its scale 1/√Dh turned into `scale` through q.
+  Tensor qd = q.to(kFloat64).requires_grad_(true), kd = k.to(kFloat64).requires_grad_(true),
+         vd = v.to(kFloat64).requires_grad_(true);
+  const double fix = scale * std::sqrt(static_cast<double>(c.Dh));
+  nn::AttentionOutput ref = nn::scaled_dot_product_attention(qd * fix, kd, vd, c.mask, 0.0, false);
+  ((ref.output * g_out.to(kFloat64)).sum() + (ref.weights * g_weights.to(kFloat64)).sum())
+      .backward();
+
+  EXPECT_TRUE(testing::tensors_near(out.to(kFloat64), ref.output, 1e-5, 1e-4)) << "output";
+  EXPECT_TRUE(testing::tensors_near(weights.to(kFloat64), ref.weights, 1e-6, 1e-4)) << "weights";
+  EXPECT_TRUE(testing::tensors_near(qf.grad().to(kFloat64), qd.grad(), 1e-5, 1e-4)) << "dq";
+  EXPECT_TRUE(testing::tensors_near(kf.grad().to(kFloat64), kd.grad(), 1e-5, 1e-4)) << "dk";
+  EXPECT_TRUE(testing::tensors_near(vf.grad().to(kFloat64), vd.grad(), 1e-5, 1e-4)) << "dv";
+}
+
+#define SG_SKIP_WITHOUT_SHORT_ATTENTION()                                                       \
+  if (!fused_attention(randn({1, 1, 2, 2}), randn({1, 1, 2, 2}), randn({1, 1, 2, 2}), Tensor(), \
+                       1.0)                                                                     \
+           .first.defined())                                                                    \
+  GTEST_SKIP() << "no fused attention kernel here (the CPU's needs AVX-512); "                  \
+                  "scaled_dot_product_attention composes the ops"
+
+TEST(AttentionFused, MatchesTheCompositionWithoutAMask) {
+  SG_SKIP_WITHOUT_SHORT_ATTENTION();
+  manual_seed(1);
+  check_against_composition({2, 3, 10, 10, 8, 8, Tensor()});
+  check_against_composition({1, 2, 16, 16, 16, 16, Tensor()});  // every limit at once
+  check_against_composition({3, 1, 1, 1, 1, 1, Tensor()});
+}
+
+TEST(AttentionFused, MatchesTheCompositionWithPaddingAndCausalMasks) {
+  SG_SKIP_WITHOUT_SHORT_ATTENTION();
+  manual_seed(2);
+  // Padding: batch 0 keeps 7 of 11 keys, batch 1 all of them; [B, 1, 1, S].
+  const Tensor keys = arange(11.0).view({1, 11});
+  const Tensor lengths = tensor({7.0, 11.0}).view({2, 1});
+  const Tensor padding = keys.lt(lengths).view({2, 1, 1, 11});
+  check_against_composition({2, 4, 9, 11, 8, 5, padding});
+  check_against_composition({2, 4, 9, 11, 8, 5, padding, /*split_heads=*/true});
+  // Causal [1, 1, T, T], and both at once [B, 1, T, T].
+  const Tensor causal = nn::make_causal_mask(12);
+  check_against_composition({2, 4, 12, 12, 8, 8, causal, true});
+  const Tensor both =
+      logical_and(causal, arange(12.0).view({1, 12}).lt(lengths).view({2, 1, 1, 12}));
+  check_against_composition({2, 4, 12, 12, 8, 8, both});
+}
+
+TEST(AttentionFused, AQueryWithEveryKeyMaskedGetsZeros) {
+  SG_SKIP_WITHOUT_SHORT_ATTENTION();
+  manual_seed(3);
+  Tensor mask = ones({1, 1, 5, 6}, TensorOptions(kBool));
+  mask.narrow(2, 3, 1).fill_(0.0);  // query 3 sees nothing
+  check_against_composition({2, 2, 5, 6, 4, 4, mask});
+  auto [out, weights] =
+      fused_attention(randn({2, 2, 5, 4}), randn({2, 2, 6, 4}), randn({2, 2, 6, 4}), mask, 0.5);
+  EXPECT_TRUE(testing::tensors_equal(out.narrow(2, 3, 1), zeros({2, 2, 1, 4})));
+  EXPECT_TRUE(testing::tensors_equal(weights.narrow(2, 3, 1), zeros({2, 2, 1, 6})));
+}
+
+// The output comes in [B, T, H, Dv] order: merging the heads back is a view.
+TEST(AttentionFused, MergingTheHeadsOfTheOutputIsAView) {
+  SG_SKIP_WITHOUT_SHORT_ATTENTION();
+  auto [out, weights] = fused_attention(randn({2, 4, 10, 8}), randn({2, 4, 10, 8}),
+                                        randn({2, 4, 10, 8}), Tensor(), 0.35);
+  EXPECT_TRUE(out.transpose(1, 2).is_contiguous());
+  EXPECT_TRUE(weights.is_contiguous());
+}
+
+TEST(AttentionFused, LongerSequencesFloat64AndMismatchesAreLeftToTheComposition) {
+  EXPECT_FALSE(fused_attention(randn({1, 1, 17, 8}), randn({1, 1, 17, 8}), randn({1, 1, 17, 8}),
+                               Tensor(), 1.0)
+                   .first.defined());
+  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 17}), randn({1, 1, 4, 17}), randn({1, 1, 4, 8}),
+                               Tensor(), 1.0)
+                   .first.defined());
+  const TensorOptions f64(kFloat64);
+  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 8}, f64), randn({1, 1, 4, 8}, f64),
+                               randn({1, 1, 4, 8}, f64), Tensor(), 1.0)
+                   .first.defined());
+  EXPECT_FALSE(
+      fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 5, 8}), randn({1, 1, 4, 8}), Tensor(), 1.0)
+          .first.defined());  // 5 keys, 4 values: the composition reports it
+  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 5, 8}), randn({1, 1, 5, 8}),
+                               ones({1, 1, 4, 4}, TensorOptions(kBool)), 1.0)
+                   .first.defined());  // a mask that does not broadcast
+}
+
+}  // namespace
+}  // namespace sg
