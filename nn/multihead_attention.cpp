@@ -61,7 +61,8 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& k,
   // A [B, T, S] mask has no head dim; give it one so B lines up with B, not with H.
   Tensor m = mask.defined() && mask.dim() == 3 ? mask.unsqueeze(1) : mask;
   AttentionOutput a = scaled_dot_product_attention(q, k, v, m, dropout, is_training());
-  // Merge the heads: [B, H, T, Dh] -> [B, T, H, Dh] -> [B, T, D] (a copy: no longer contiguous).
+  // Merge the heads: [B, H, T, Dh] -> [B, T, H, Dh] -> [B, T, D]: a copy, except where
+  // fused_attention made the output, already laid out [B, T, H, Dh] (then a view).
   Tensor merged = a.output.transpose(1, 2).reshape({B, T, d_model});
   return {w_o->forward(merged), a.weights};
 }

@@ -61,32 +61,38 @@ struct Sizes {
   int64_t T, S, Dh, Dv;
 };
 
+// For each key s, the queries t that may attend to it (bit t): from the mask bytes of one head
+// (rows `row` apart, keys `col` apart), or every query where there is no mask.
+void kept_queries(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmask16* kept) {
+  const auto all = static_cast<__mmask16>((1u << n.T) - 1);
+  for (int64_t s = 0; s < n.S; ++s) {
+    if (mask == nullptr || row == 0) {  // no mask, or one that is the same for every query
+      kept[s] = mask == nullptr || mask[s * col] != 0 ? all : __mmask16{0};
+      continue;
+    }
+    unsigned bits = 0;
+    for (int64_t t = 0; t < n.T; ++t) bits |= (mask[t * row + s * col] != 0 ? 1u : 0u) << t;
+    kept[s] = static_cast<__mmask16>(bits);
+  }
+}
+
 // One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart).
 [[SG_AVX512]] void forward_head(const float* q, int64_t q_row, const float* k, int64_t k_row,
-                                const float* v, int64_t v_row, const uint8_t* mask,
-                                int64_t mask_row, int64_t mask_col, float scale, Sizes n, float* p,
-                                float* out, int64_t out_row) {
+                                const float* v, int64_t v_row, const __mmask16* kept, float scale,
+                                Sizes n, float* p, float* out, int64_t out_row) {
   const __mmask16 queries = first_lanes(n.T);
   __m512 q_t[kMaxLength];  // qᵀ: register d holds q[t, d] in lane t
   for (int64_t d = 0; d < n.Dh; ++d) q_t[d] = column(q, q_row, d, queries);
   // The scores' columns, scaled, masked entries -inf; and each query's max over the keys.
   const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 e[kMaxLength];
-  __mmask16 kept[kMaxLength];
   __m512 largest = minus_inf;
   for (int64_t s = 0; s < n.S; ++s) {
     __m512 sum = _mm512_setzero_ps();
-    for (int64_t d = 0; d < n.Dh; ++d)
+    for (int64_t d = 0; d < n.Dh; ++d) {
       sum = _mm512_fmadd_ps(_mm512_set1_ps(k[s * k_row + d]), q_t[d], sum);
-    __mmask16 keep = queries;
-    if (mask != nullptr) {
-      keep = 0;
-      for (int64_t t = 0; t < n.T; ++t) {
-        if (mask[t * mask_row + s * mask_col] != 0) keep = static_cast<__mmask16>(keep | (1u << t));
-      }
     }
-    kept[s] = keep;
-    e[s] = _mm512_mask_mul_ps(minus_inf, keep, sum, _mm512_set1_ps(scale));
+    e[s] = _mm512_mask_mul_ps(minus_inf, kept[s], sum, _mm512_set1_ps(scale));
     largest = _mm512_max_ps(largest, e[s]);
   }
   // exp(score - max) where kept (a query with nothing kept: no lane, so no -inf - -inf).
@@ -216,11 +222,15 @@ bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   const int64_t mr = mask.defined() ? mask.stride(2) : 0, mc = mask.defined() ? mask.stride(3) : 0;
   float* w = weights.data_ptr<float>();
   parallel_for(B * H, heads_per_grain(n), [&](int64_t lo, int64_t hi) {
+    __mmask16 kept[kMaxLength];
+    const uint8_t* kept_from = nullptr;  // heads that share a mask (stride 0) share `kept`
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t b = i / H, h = i % H;
-      forward_head(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row,
-                   m != nullptr ? m + b * mb + h * mh : nullptr, mr, mc, static_cast<float>(scale),
-                   n, w + i * n.T * n.S, ho.at(b, h), ho.row);
+      const uint8_t* head_mask = m != nullptr ? m + b * mb + h * mh : nullptr;
+      if (i == lo || head_mask != kept_from) kept_queries(head_mask, mr, mc, n, kept);
+      kept_from = head_mask;
+      forward_head(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row, kept,
+                   static_cast<float>(scale), n, w + i * n.T * n.S, ho.at(b, h), ho.row);
     }
   });
   return true;
