@@ -29,6 +29,15 @@ int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim) {
   return dim < 0 ? dim + range : dim;
 }
 
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  }
+  return true;
+}
+
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

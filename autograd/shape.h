@@ -21,6 +21,8 @@ int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim);
 // NumPy broadcasting: align from the right; sizes must match or be 1.
 // Throws "op: shapes [2, 3] and [4] cannot be broadcast (dim 1: 3 vs 4)".
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b);
+// Whether `from` broadcasts to exactly `to` (aligned from the right, sizes equal or 1).
+bool broadcasts_to(const Shape& from, const Shape& to);
 
 // A contiguous tensor of `shape` seen as [outer, D, inner] around `dim`: element (o, d, i) sits at
 // (o * D + d) * inner + i. Kernels that work along one dim (softmax, gather, index_select) use it.

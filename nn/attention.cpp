@@ -31,16 +31,6 @@ void check_attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, c
   }
 }
 
-// True when `from` broadcasts to exactly `to` (aligned from the right, sizes equal or 1).
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  const size_t lead = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i) {
-    if (from[i] != 1 && from[i] != to[lead + i]) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 AttentionOutput scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,

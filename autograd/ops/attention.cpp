@@ -21,16 +21,6 @@ std::pair<Tensor, Tensor> scores_backward(const Tensor& p, const Tensor& dp, con
   return {matmul(ds, k), matmul(ds.transpose(-2, -1), q)};
 }
 
-// Whether `from` broadcasts to exactly `to` (aligned from the right, sizes equal or 1).
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  const size_t lead = to.size() - from.size();
-  for (size_t i = 0; i < from.size(); ++i) {
-    if (from[i] != 1 && from[i] != to[lead + i]) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -57,6 +57,23 @@ __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1);
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows, index, m + col, 4);
 }
 
+// dst[i] = Σ_j c(i, j) · src[j] for i < count, j < terms: c(i, j) = coeff[i * ci + j * cj] one
+// number at a time, broadcast against row j of src (`lanes` of it, rows src_row apart); dst's
+// rows dst_row apart. Every product of a head that wants rows out: P·v, dS·k, dSᵀ·q, Pᵀ·dO.
+[[SG_AVX512]] inline void weighted_rows(const float* coeff, int64_t ci, int64_t cj, int64_t count,
+                                        const float* src, int64_t src_row, int64_t terms,
+                                        __mmask16 lanes, float* dst, int64_t dst_row) {
+  __m512 rows[kMaxLength];
+  for (int64_t j = 0; j < terms; ++j) rows[j] = _mm512_maskz_loadu_ps(lanes, src + j * src_row);
+  for (int64_t i = 0; i < count; ++i) {
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < terms; ++j) {
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(coeff[i * ci + j * cj]), rows[j], sum);
+    }
+    _mm512_mask_storeu_ps(dst + i * dst_row, lanes, sum);
+  }
+}
+
 struct Sizes {
   int64_t T, S, Dh, Dv;
 };
@@ -114,16 +131,7 @@ void kept_queries(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmas
     _mm512_mask_i32scatter_ps(p + s, queries, p_rows, column_s, 4);
   }
   // out[t] = Σ_s P[t, s] · v[s]
-  const __mmask16 dv = first_lanes(n.Dv);
-  __m512 v_rows[kMaxLength];
-  for (int64_t s = 0; s < n.S; ++s) v_rows[s] = _mm512_maskz_loadu_ps(dv, v + s * v_row);
-  for (int64_t t = 0; t < n.T; ++t) {
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t s = 0; s < n.S; ++s) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(p_t[s * kMaxLength + t]), v_rows[s], sum);
-    }
-    _mm512_mask_storeu_ps(out + t * out_row, dv, sum);
-  }
+  weighted_rows(p_t, 1, kMaxLength, n.T, v, v_row, n.S, first_lanes(n.Dv), out, out_row);
 }
 
 // One head backward, from dO [T, Dv] and the forward's p [T, S].
@@ -156,34 +164,10 @@ void kept_queries(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmas
         _mm512_mul_ps(scale_v, _mm512_mul_ps(p_t[s], _mm512_sub_ps(dp_t[s], row_dot)));
     _mm512_store_ps(ds_t + s * kMaxLength, ds);
   }
-  // dq[t] = Σ_s dS[t, s] · k[s]
-  __m512 rows[kMaxLength];
-  for (int64_t s = 0; s < n.S; ++s) rows[s] = _mm512_maskz_loadu_ps(lanes_h, k + s * k_row);
-  for (int64_t t = 0; t < n.T; ++t) {
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t s = 0; s < n.S; ++s) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(ds_t[s * kMaxLength + t]), rows[s], sum);
-    }
-    _mm512_mask_storeu_ps(dq + t * dq_row, lanes_h, sum);
-  }
-  // dk[s] = Σ_t dS[t, s] · q[t]
-  for (int64_t t = 0; t < n.T; ++t) rows[t] = _mm512_maskz_loadu_ps(lanes_h, q + t * q_row);
-  for (int64_t s = 0; s < n.S; ++s) {
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t t = 0; t < n.T; ++t) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(ds_t[s * kMaxLength + t]), rows[t], sum);
-    }
-    _mm512_mask_storeu_ps(dk + s * dk_row, lanes_h, sum);
-  }
-  // dv[s] = Σ_t P[t, s] · dO[t]
-  for (int64_t t = 0; t < n.T; ++t) rows[t] = _mm512_maskz_loadu_ps(lanes_v, d_out + t * d_out_row);
-  for (int64_t s = 0; s < n.S; ++s) {
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t t = 0; t < n.T; ++t) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(p[t * n.S + s]), rows[t], sum);
-    }
-    _mm512_mask_storeu_ps(dv + s * dv_row, lanes_v, sum);
-  }
+  // dq[t] = Σ_s dS[t, s] · k[s]; dk[s] = Σ_t dS[t, s] · q[t]; dv[s] = Σ_t P[t, s] · dO[t]
+  weighted_rows(ds_t, 1, kMaxLength, n.T, k, k_row, n.S, lanes_h, dq, dq_row);
+  weighted_rows(ds_t, kMaxLength, 1, n.S, q, q_row, n.T, lanes_h, dk, dk_row);
+  weighted_rows(p, 1, n.S, n.S, d_out, d_out_row, n.T, lanes_v, dv, dv_row);
 }
 
 // Whether the kernels take these tensors: float, AVX-512, lengths and head sizes <= 16, the head
