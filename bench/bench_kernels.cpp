@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -212,6 +213,27 @@ void BM_masked_softmax(benchmark::State& state) {
   set_bytes(state, 2 * x.numel() * 4);
 }
 
+// Attention over heads [B, H, T, Dh] and keys [B, H, S, Dh] (fused_attention, no mask): forward
+// alone, and forward + backward; the tiny model's training heads and a decoding step's.
+void BM_attention(benchmark::State& state) {
+  const int64_t B = state.range(0), H = state.range(1), T = state.range(2), S = state.range(3);
+  const int64_t Dh = state.range(4);
+  const bool backward = state.range(5) != 0;
+  const sg::TensorOptions options = sg::TensorOptions().requires_grad(backward);
+  sg::Tensor q = sg::randn({B, H, T, Dh}, options), k = sg::randn({B, H, S, Dh}, options);
+  sg::Tensor v = sg::randn({B, H, S, Dh}, options), g = sg::randn({B, H, T, Dh});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  for (auto _ : state) {
+    if (!backward) {
+      sg::NoGradGuard no_grad;
+      benchmark::DoNotOptimize(sg::fused_attention(q, k, v, sg::Tensor(), scale));
+      continue;
+    }
+    for (sg::Tensor* t : {&q, &k, &v}) t->set_grad(sg::Tensor());
+    sg::fused_attention(q, k, v, sg::Tensor(), scale).first.backward(g);
+  }
+}
+
 void BM_sum_columns(benchmark::State& state) {
   sg::NoGradGuard no_grad;  // a bias gradient: g [rows, D] summed over the rows
   sg::Tensor x = sg::randn({state.range(0), state.range(1)});
@@ -261,6 +283,12 @@ BENCHMARK(BM_add)->Arg(25600)->Arg(1 << 20)->UseRealTime();
 BENCHMARK(BM_mul_broadcast_bias)->Args({800, 32})->Args({2048, 256})->UseRealTime();
 BENCHMARK(BM_relu_backward)->Args({800, 64})->Args({2048, 1024})->UseRealTime();
 BENCHMARK(BM_masked_softmax)->Args({320, 10})->Args({256, 64})->UseRealTime();
+BENCHMARK(BM_attention)
+    ->Args({80, 4, 10, 10, 8, 0})
+    ->Args({80, 4, 10, 10, 8, 1})
+    ->Args({100, 4, 1, 10, 8, 0})
+    ->Args({100, 4, 4, 10, 8, 0})
+    ->UseRealTime();
 BENCHMARK(BM_sum_columns)->Args({800, 32})->Args({2048, 1024})->UseRealTime();
 BENCHMARK(BM_merge_heads_copy)->Args({80, 4, 11, 8})->Args({32, 8, 64, 32})->UseRealTime();
 BENCHMARK(BM_broadcast_rows_copy)->Args({880, 32})->Args({2048, 1024})->UseRealTime();

@@ -96,6 +96,30 @@ TEST(AttentionFused, AQueryWithEveryKeyMaskedGetsZeros) {
   EXPECT_TRUE(testing::tensors_equal(weights.narrow(2, 3, 1), zeros({2, 2, 1, 6})));
 }
 
+// Up to 4 queries take the forward with the keys in the lanes (decoding's one new position): the
+// same answers, with every mask shape a decoder step uses.
+TEST(AttentionFused, AFewQueriesMatchTheComposition) {
+  SG_SKIP_WITHOUT_SHORT_ATTENTION();
+  manual_seed(4);
+  const Tensor lengths = tensor({7.0, 11.0}).view({2, 1});
+  const Tensor padding = arange(11.0).view({1, 11}).lt(lengths).view({2, 1, 1, 11});
+  for (int64_t T = 1; T <= 5; ++T) {  // 5: the first with the queries in the lanes again
+    check_against_composition({2, 4, T, 11, 8, 8, Tensor()});
+    check_against_composition({2, 4, T, 11, 8, 5, padding, /*split_heads=*/true});
+    // A decoder step of T new positions after 16 - T: the causal mask's last T rows.
+    const Tensor causal_rows = nn::make_causal_mask(16).narrow(2, 16 - T, T);
+    check_against_composition({2, 3, T, 16, 7, 16, causal_rows});
+  }
+  check_against_composition({3, 2, 1, 1, 16, 1, Tensor()});  // one key: P = 1
+  Tensor mask = ones({1, 1, 3, 6}, TensorOptions(kBool));
+  mask.narrow(2, 1, 1).fill_(0.0);  // query 1 sees nothing
+  check_against_composition({2, 2, 3, 6, 4, 4, mask});
+  auto [out, weights] =
+      fused_attention(randn({2, 2, 3, 4}), randn({2, 2, 6, 4}), randn({2, 2, 6, 4}), mask, 0.5);
+  EXPECT_TRUE(testing::tensors_equal(out.narrow(2, 1, 1), zeros({2, 2, 1, 4})));
+  EXPECT_TRUE(testing::tensors_equal(weights.narrow(2, 1, 1), zeros({2, 2, 1, 6})));
+}
+
 // The output comes in [B, T, H, Dv] order: merging the heads back is a view.
 TEST(AttentionFused, MergingTheHeadsOfTheOutputIsAView) {
   SG_SKIP_WITHOUT_SHORT_ATTENTION();

@@ -11,6 +11,9 @@
 // dS at a time against a row of v, k, q or dO, which are contiguous along the head dim.
 //   forward   P = masked_softmax(scale · q·kᵀ), out = P·v; P is written out (the weights)
 //   backward  dP = dO·vᵀ, dS = scale · P ∘ (dP - rowsum(P ∘ dP)), dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO
+// A forward of at most 4 queries (decoding's one new position) turns it around, the lanes the
+// keys: each query's softmax is then one register (a max and a sum across lanes), and its row
+// of P is stored as it is; with one query, the lanes-are-queries layout would fill 1 lane of 16.
 // A query whose keys are all masked gets P = 0 (masked_softmax's rule), so its out, dq are 0.
 // Anything else (longer sequences, float64, no AVX-512, a head dim with stride != 1) returns
 // false and scaled_dot_product_attention composes the ops.
@@ -31,6 +34,7 @@ namespace sg::cpu {
 namespace {
 
 constexpr int64_t kMaxLength = 16;  // T, S, Dh, Dv: one register of 16 lanes
+constexpr int64_t kFewQueries = 4;  // up to it the forward puts keys in the lanes (measured)
 
 using avx512::exp16;
 
@@ -93,6 +97,21 @@ void kept_queries(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmas
   }
 }
 
+// For each query t, the keys s it may attend to (bit s): the same mask read by rows.
+void kept_keys(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmask16* kept) {
+  for (int64_t t = 0; t < n.T; ++t) {
+    if (mask != nullptr && row == 0 && t > 0) {  // the same for every query
+      kept[t] = kept[0];
+      continue;
+    }
+    unsigned bits = 0;
+    for (int64_t s = 0; s < n.S; ++s) {
+      bits |= (mask == nullptr || mask[t * row + s * col] != 0 ? 1u : 0u) << s;
+    }
+    kept[t] = static_cast<__mmask16>(bits);
+  }
+}
+
 // One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart).
 [[SG_AVX512]] void forward_head(const float* q, int64_t q_row, const float* k, int64_t k_row,
                                 const float* v, int64_t v_row, const __mmask16* kept, float scale,
@@ -132,6 +151,70 @@ void kept_queries(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmas
   }
   // out[t] = Σ_s P[t, s] · v[s]
   weighted_rows(p_t, 1, kMaxLength, n.T, v, v_row, n.S, first_lanes(n.Dv), out, out_row);
+}
+
+// One head forward for a few queries (kT: decoding's one): the lanes are the keys instead. Lane
+// s of column d of k is k[s, d], so each query's scores are one register; its softmax takes a
+// max and a sum across the lanes, and its row of P is stored as it is (no scatter). Same p, out.
+template <int kT>
+[[SG_AVX512]] void forward_head_few_queries(const float* q, int64_t q_row, const float* k,
+                                            int64_t k_row, const float* v, int64_t v_row,
+                                            const __mmask16* kept, float scale, Sizes n, float* p,
+                                            float* out, int64_t out_row) {
+  const __mmask16 keys = first_lanes(n.S);
+  // Sums over even and odd d apart (and s below): two chains of multiply-adds, not one.
+  __m512 scores[kT], odd[kT];
+  for (int t = 0; t < kT; ++t) scores[t] = odd[t] = _mm512_setzero_ps();
+  int64_t d = 0;
+  for (; d + 1 < n.Dh; d += 2) {
+    const __m512 k_d = column(k, k_row, d, keys), k_next = column(k, k_row, d + 1, keys);
+    for (int t = 0; t < kT; ++t) {
+      scores[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]), k_d, scores[t]);
+      odd[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d + 1]), k_next, odd[t]);
+    }
+  }
+  for (int t = 0; t < kT; ++t) {
+    if (d < n.Dh) {
+      scores[t] =
+          _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]), column(k, k_row, d, keys), scores[t]);
+    }
+    scores[t] = _mm512_add_ps(scores[t], odd[t]);
+  }
+  const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  // P's rows, also kept here: read back one number at a time from a masked store to p, the
+  // loads would wait for the store (no forwarding from masked stores).
+  alignas(64) float p_rows[kT][kMaxLength];
+  for (int t = 0; t < kT; ++t) {
+    __m512 row = _mm512_setzero_ps();  // a query with every key masked keeps P = 0
+    if (kept[t] != 0) {
+      const __m512 x = _mm512_mask_mul_ps(minus_inf, kept[t], scores[t], _mm512_set1_ps(scale));
+      const __m512 e = _mm512_maskz_mov_ps(
+          kept[t], exp16(_mm512_sub_ps(x, _mm512_set1_ps(_mm512_reduce_max_ps(x)))));
+      row = _mm512_mul_ps(e, _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(e)));
+    }
+    _mm512_mask_storeu_ps(p + t * n.S, keys, row);
+    _mm512_store_ps(p_rows[t], row);
+  }
+  // out[t] = Σ_s P[t, s] · v[s], one row of v at a time
+  const __mmask16 lanes_v = first_lanes(n.Dv);
+  __m512 sums[kT], odd_sums[kT];
+  for (int t = 0; t < kT; ++t) sums[t] = odd_sums[t] = _mm512_setzero_ps();
+  int64_t s = 0;
+  for (; s + 1 < n.S; s += 2) {
+    const __m512 v_s = _mm512_maskz_loadu_ps(lanes_v, v + s * v_row);
+    const __m512 v_next = _mm512_maskz_loadu_ps(lanes_v, v + (s + 1) * v_row);
+    for (int t = 0; t < kT; ++t) {
+      sums[t] = _mm512_fmadd_ps(_mm512_set1_ps(p_rows[t][s]), v_s, sums[t]);
+      odd_sums[t] = _mm512_fmadd_ps(_mm512_set1_ps(p_rows[t][s + 1]), v_next, odd_sums[t]);
+    }
+  }
+  for (int t = 0; t < kT; ++t) {
+    if (s < n.S) {
+      sums[t] = _mm512_fmadd_ps(_mm512_set1_ps(p_rows[t][s]),
+                                _mm512_maskz_loadu_ps(lanes_v, v + s * v_row), sums[t]);
+    }
+    _mm512_mask_storeu_ps(out + t * out_row, lanes_v, _mm512_add_ps(sums[t], odd_sums[t]));
+  }
 }
 
 // One head backward, from dO [T, Dv] and the forward's p [T, S].
@@ -205,16 +288,24 @@ bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   const int64_t mb = mask.defined() ? mask.stride(0) : 0, mh = mask.defined() ? mask.stride(1) : 0;
   const int64_t mr = mask.defined() ? mask.stride(2) : 0, mc = mask.defined() ? mask.stride(3) : 0;
   float* w = weights.data_ptr<float>();
+  const bool few_queries = n.T <= kFewQueries;
+  const auto forward = !few_queries ? forward_head
+                       : n.T == 1   ? forward_head_few_queries<1>
+                       : n.T == 2   ? forward_head_few_queries<2>
+                       : n.T == 3   ? forward_head_few_queries<3>
+                                    : forward_head_few_queries<4>;
   parallel_for(B * H, heads_per_grain(n), [&](int64_t lo, int64_t hi) {
     __mmask16 kept[kMaxLength];
     const uint8_t* kept_from = nullptr;  // heads that share a mask (stride 0) share `kept`
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t b = i / H, h = i % H;
       const uint8_t* head_mask = m != nullptr ? m + b * mb + h * mh : nullptr;
-      if (i == lo || head_mask != kept_from) kept_queries(head_mask, mr, mc, n, kept);
+      if (i == lo || head_mask != kept_from) {
+        (few_queries ? kept_keys : kept_queries)(head_mask, mr, mc, n, kept);
+      }
       kept_from = head_mask;
-      forward_head(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row, kept,
-                   static_cast<float>(scale), n, w + i * n.T * n.S, ho.at(b, h), ho.row);
+      forward(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row, kept,
+              static_cast<float>(scale), n, w + i * n.T * n.S, ho.at(b, h), ho.row);
     }
   });
   return true;
