@@ -7,3 +7,20 @@ include(${CMAKE_CURRENT_LIST_DIR}/ScratchgradOpenBLAS.cmake)
 if(NOT SCRATCHGRAD_OPENBLAS_FOUND)
   message(FATAL_ERROR "OpenBLAS not found (libopenblas.so and cblas.h); on Debian: apt-get install libopenblas-dev")
 endif()
+
+# tcmalloc: the malloc of programs that link scratchgrad (see ScratchgradTcmalloc.cmake). Off with
+# sanitizers, which bring their own malloc; without the library, glibc's malloc, and a warning.
+set(SCRATCHGRAD_USE_TCMALLOC OFF)
+if(SCRATCHGRAD_TCMALLOC AND SCRATCHGRAD_SANITIZE)
+  message(STATUS "scratchgrad: sanitizers replace malloc; tcmalloc is not linked")
+elseif(SCRATCHGRAD_TCMALLOC)
+  include(${CMAKE_CURRENT_LIST_DIR}/ScratchgradTcmalloc.cmake)
+  if(SCRATCHGRAD_TCMALLOC_FOUND)
+    set(SCRATCHGRAD_USE_TCMALLOC ON)
+    message(STATUS "scratchgrad: malloc from ${SCRATCHGRAD_TCMALLOC_LIBRARY}")
+  else()
+    message(WARNING "tcmalloc_minimal not found: programs use glibc's malloc, and small ops are "
+                    "~10% slower (on Debian: apt-get install libtcmalloc-minimal4, or "
+                    "-DSCRATCHGRAD_TCMALLOC=OFF to silence this)")
+  endif()
+endif()

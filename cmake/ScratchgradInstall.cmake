@@ -43,4 +43,5 @@ install(FILES
   ${PROJECT_BINARY_DIR}/scratchgradConfig.cmake
   ${PROJECT_BINARY_DIR}/scratchgradConfigVersion.cmake
   ${PROJECT_SOURCE_DIR}/cmake/ScratchgradOpenBLAS.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/ScratchgradTcmalloc.cmake
   DESTINATION ${SCRATCHGRAD_INSTALL_CMAKEDIR})

@@ -8,6 +8,7 @@ packages=(
   build-essential    # g++ 12
   cmake ninja-build
   libopenblas-dev    # the CPU gemm
+  libtcmalloc-minimal4 # malloc for the many small allocations of ops (docs/design.md)
   libfmt-dev         # formatting and printing
   libgtest-dev       # tests
   libbenchmark-dev   # bench/
