@@ -141,6 +141,23 @@ class Backend {
                                   const Tensor& /*dv*/) {
     return false;
   }
+  // Cross-entropy over rows: for logits [N, C] and targets [N] (int64, every one in [0, C) or
+  // ignore_index: the op has checked them; both contiguous), log_probs [N, C] = log_softmax and
+  // row_loss[i] = (1 - ε)(-log_probs[i, t_i]) - ε Σ_c log_probs[i, c] / C, 0 where t_i is
+  // ignore_index (ε = label_smoothing).
+  virtual bool cross_entropy(const Tensor& /*logits*/, const Tensor& /*target*/,
+                             int64_t /*ignore_index*/, double /*label_smoothing*/,
+                             const Tensor& /*log_probs*/, const Tensor& /*row_loss*/) {
+    return false;
+  }
+  // Its gradient dx [N, C] (contiguous) = s_i (exp(log_probs[i, c]) - ε/C - (1 - ε)[c == t_i]),
+  // s_i = grad[i] / divisor (grad [N]) or grad[0] / divisor (one element), 0 in ignored rows.
+  virtual bool cross_entropy_backward(const Tensor& /*log_probs*/, const Tensor& /*target*/,
+                                      const Tensor& /*grad*/, double /*divisor*/,
+                                      int64_t /*ignore_index*/, double /*label_smoothing*/,
+                                      const Tensor& /*dx*/) {
+    return false;
+  }
   // One Adam step in place on param, exp_avg and exp_avg_sq (contiguous, one shape and dtype) from
   // grad (contiguous, same shape): the update of sg::adam_update_ (ops.h), whose arguments these
   // are. `step` counts from 1.

@@ -14,6 +14,9 @@
 // does not get a smaller loss; with no such rows the mean is 0 / 0 = NaN, as in PyTorch. That
 // count is a 0-d tensor on the logits' device, and on a GPU the targets are checked by the gather
 // kernel (Note [Index checks on the device] in ops/indexing.cpp): the loss never waits for the GPU.
+// Where the backend has a kernel for the rows (the CPU's, float32: backend/cpu/cross_entropy.cpp)
+// each direction is one pass over them; elsewhere (float64, the GPU) the code below composes the
+// same math from the backend's softmax, gather and scatter_add.
 // nn/loss.cpp has the same loss composed from primitives (cross_entropy_composed), which the tests
 // compare with this one, values and gradients.
 #include "autograd/ops/internal.h"
@@ -31,9 +34,11 @@ Reduction parse_reduction(std::string_view reduction) {
   SG_FAIL("cross_entropy: reduction must be \"mean\", \"sum\" or \"none\", got \"{}\"", reduction);
 }
 
-// Checks every CPU target on the host, so the error names the first bad one.
-void check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
+// Checks every CPU target on the host, so the error names the first bad one; returns how many
+// rows are not ignored (the divisor of "mean").
+int64_t check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
   const std::vector<int64_t> values = target.to_vector<int64_t>();
+  int64_t kept = 0;
   for (size_t i = 0; i < values.size(); ++i) {
     const int64_t t = values[i];
     if (t == ignore_index) continue;
@@ -41,7 +46,44 @@ void check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
              "cross_entropy: target {} (at flat position {}) is out of range for {} classes; "
              "targets must be in [0, {}) or equal ignore_index ({})",
              t, i, C, C, ignore_index);
+    ++kept;
   }
+  return kept;
+}
+
+// The loss where the backend has a kernel for it (the CPU's, for float32): the row losses and
+// their gradient in one pass each, the divisor of "mean" counted on the host (`kept`).
+// Undefined where there is none.
+Tensor cross_entropy_by_kernel(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                               double eps, Reduction mode, int64_t kept) {
+  const int64_t C = logits.size(-1), N = target.numel();
+  Tensor x = logits.detach().reshape({N, C}).contiguous();
+  Tensor t = target.detach().reshape({N}).contiguous();
+  Tensor log_probs = empty({N, C}, logits.options());
+  Tensor row_loss = empty({N}, logits.options());
+  if (!backend_for(logits.device()).cross_entropy(x, t, ignore_index, eps, log_probs, row_loss)) {
+    return Tensor();
+  }
+  const double divisor = mode == Reduction::Mean ? static_cast<double>(kept) : 1.0;
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = mode == Reduction::None  ? row_loss.view(target.shape())
+          : mode == Reduction::Sum ? row_loss.sum()
+                                   : row_loss.sum() / divisor;  // 0 / 0 = NaN when all are ignored
+  }
+  return record("cross_entropy", out, {logits, target},
+                [slp = SavedTensor(log_probs), st = SavedTensor(t), ignore_index, eps,
+                 divisor = std::max(divisor, 1.0), logits_shape = logits.shape()](const Tensor& g) {
+                  const Tensor& lp = slp.get();
+                  Tensor dx = empty(lp.shape(), lp.options());
+                  const bool done =
+                      backend_for(dx.device())
+                          .cross_entropy_backward(lp, st.get(), g.to(lp.dtype()).contiguous(),
+                                                  divisor, ignore_index, eps, dx);
+                  SG_CHECK(done, "cross_entropy: the backend ran the forward but not the backward");
+                  return Grads{dx.view(logits_shape), Tensor()};
+                });
 }
 
 }  // namespace
@@ -67,8 +109,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   const int64_t C = logits.size(-1);
   SG_CHECK(C > 0, "cross_entropy: logits of shape {} have no classes", logits.shape());
   const int64_t N = target.numel();
-  if (target.device().is_cpu()) check_targets(target, C, ignore_index);
   const double eps = label_smoothing;
+  if (target.device().is_cpu()) {
+    const int64_t kept = check_targets(target, C, ignore_index);
+    Tensor out = cross_entropy_by_kernel(logits, target, ignore_index, eps, mode, kept);
+    if (out.defined()) return out;
+  }
 
   Tensor out;
   Tensor log_probs = empty({N, C}, logits.options());  // [N, C]

@@ -86,6 +86,57 @@ TEST(CrossEntropyFused, MatchesComposedValuesAndGradients) {
   }
 }
 
+// float32 takes the CPU's kernel (backend/cpu/cross_entropy.cpp), float64 the composition of
+// ops/cross_entropy.cpp: the two agree, values and gradients, for every reduction, with padding
+// and label smoothing, rows short and long, a [B, T, V] input and a transposed view.
+TEST(CrossEntropyFused, Float32MatchesTheFloat64Composition) {
+  manual_seed(7);
+  struct Setup {
+    Shape shape;
+    int64_t ignore;
+    double smoothing;
+    bool transposed = false;
+  };
+  const std::vector<Setup> setups = {
+      {{720, 11}, 0, 0.0},
+      {{720, 11}, 0, 0.1},
+      {{64, 1000}, -100, 0.2},
+      {{4, 9, 11}, 1, 0.0},
+      {{7, 5}, 2, 0.3, /*transposed=*/true},
+      {{3, 1}, -100, 0.0},
+  };
+  for (const Setup& s : setups) {
+    const Shape batch(s.shape.begin(), s.shape.end() - 1);
+    const int64_t C = s.shape.back();
+    Tensor target = randint(0, C, batch);
+    if (s.ignore >= 0 && s.ignore < C) {
+      target = where(rand(batch).lt(0.25), full({}, static_cast<double>(s.ignore), kInt64), target);
+    }
+    Tensor base = s.transposed ? randn({s.shape[1], s.shape[0]}).t() : randn(s.shape) * 3.0;
+    for (const char* reduction : {"mean", "sum", "none"}) {
+      SCOPED_TRACE(
+          fmt::format("{} ignore {} smoothing {} {}", s.shape, s.ignore, s.smoothing, reduction));
+      Tensor f = base.detach().requires_grad_(true);
+      Tensor d = base.detach().to(kFloat64).requires_grad_(true);
+      Tensor weight = randn(batch);
+      Tensor loss_f = cross_entropy(f, target, s.ignore, s.smoothing, reduction);
+      Tensor loss_d = cross_entropy(d, target, s.ignore, s.smoothing, reduction);
+      EXPECT_EQ(loss_f.dtype(), kFloat32);
+      EXPECT_TRUE(tensors_near(loss_f.to(kFloat64), loss_d, 1e-5, 1e-5));
+      Tensor w = std::string_view(reduction) == "none" ? weight : full({}, 0.7);
+      (loss_f * w).sum().backward();
+      (loss_d * w.to(kFloat64)).sum().backward();
+      EXPECT_TRUE(tensors_near(f.grad().to(kFloat64), d.grad(), 1e-6, 1e-5));
+    }
+  }
+  // Every row ignored, in float32 too: mean NaN, gradient 0.
+  Tensor x = randn({3, 4}).requires_grad_(true);
+  Tensor mean = cross_entropy(x, full({3}, -100.0, kInt64));
+  EXPECT_TRUE(std::isnan(mean.item<double>()));
+  mean.backward();
+  EXPECT_TRUE(tensors_near(x.grad(), zeros({3, 4}), 0, 0));
+}
+
 TEST(CrossEntropyGrad, Gradcheck) {
   Tensor x = random_leaf({5, 4});
   Tensor target = from_vector<int64_t>({3, 0, -100, 1, 3});

@@ -327,6 +327,17 @@ class CpuBackend final : public Backend {
                        const Tensor& dweight, const Tensor& dbias) override {
     return cpu::linear_backward(grad, x, weight, dx, dweight, dbias);
   }
+  bool cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                     double label_smoothing, const Tensor& log_probs,
+                     const Tensor& row_loss) override {
+    return cpu::cross_entropy(logits, target, ignore_index, label_smoothing, log_probs, row_loss);
+  }
+  bool cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad,
+                              double divisor, int64_t ignore_index, double label_smoothing,
+                              const Tensor& dx) override {
+    return cpu::cross_entropy_backward(log_probs, target, grad, divisor, ignore_index,
+                                       label_smoothing, dx);
+  }
   bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                  double scale, const Tensor& out, const Tensor& weights) override {
     return cpu::attention(q, k, v, mask, scale, out, weights);

@@ -48,6 +48,12 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
 bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
 bool linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& dx,
                      const Tensor& dweight, const Tensor& dbias);
+// Cross-entropy over float rows (cross_entropy.cpp); false where they do not fit.
+bool cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                   double label_smoothing, const Tensor& log_probs, const Tensor& row_loss);
+bool cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad,
+                            double divisor, int64_t ignore_index, double label_smoothing,
+                            const Tensor& dx);
 // Attention over sequences of at most 16 (short_attention.cpp); false where it does not fit.
 bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
                const Tensor& out, const Tensor& weights);

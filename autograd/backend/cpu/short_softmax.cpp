@@ -48,7 +48,8 @@ constexpr int64_t kMaxRow = 64;  // 4 registers of 16 floats
 // Forward of R rows from row r, each D <= 16 V floats. The R rows go through each step together:
 // a row alone is one long chain of dependent instructions (max, exp, sum, division), which the
 // CPU could overlap with the next row's only a few rows deep; written side by side, it sees them.
-template <int V, int R>
+// With kLog, y = log_softmax(x) = (x - max) - log(sum) instead (no mask).
+template <int V, int R, bool kLog = false>
 [[SG_AVX512, gnu::always_inline]] inline void row_group(const float* x, float* y, int64_t r,
                                                         int64_t D, const RowLanes<V>& row,
                                                         const uint8_t* keep,
@@ -77,10 +78,22 @@ template <int V, int R>
   for (int j = 0; j < R; ++j) {
     total[j] = _mm512_setzero_pd();
     for (int i = 0; i < V; ++i) {
-      v[j][i] =
-          _mm512_maskz_mov_ps(row.lanes[i], exp16(_mm512_sub_ps(v[j][i], _mm512_set1_ps(m[j]))));
-      total[j] = add16(v[j][i], total[j]);
+      const __m512 shifted = _mm512_sub_ps(v[j][i], _mm512_set1_ps(m[j]));
+      const __m512 e = _mm512_maskz_mov_ps(row.lanes[i], exp16(shifted));
+      v[j][i] = kLog ? shifted : e;  // (x - m first: m + log(sum) would round away the log)
+      total[j] = add16(e, total[j]);
     }
+  }
+  if constexpr (kLog) {
+    for (int j = 0; j < R; ++j) {
+      const __m512 log_total =
+          _mm512_set1_ps(static_cast<float>(std::log(_mm512_reduce_add_pd(total[j]))));
+      for (int i = 0; i < V; ++i) {
+        _mm512_mask_storeu_ps(y + (r + j) * D + 16 * i, row.lanes[i],
+                              _mm512_sub_ps(v[j][i], log_total));
+      }
+    }
+    return;
   }
   for (int j = 0; j < R; ++j) {
     // A masked row with nothing kept (its max is -inf) attends to nothing: zeros.
@@ -95,16 +108,18 @@ template <int V, int R>
 
 // Forward, rows of D <= 16 V floats: four rows at a time (two for rows of 3-4 registers, whose
 // registers would not fit four times), then one by one.
-template <int V>
+template <int V, bool kLog = false>
 [[SG_AVX512]] void rows_avx512(const float* x, float* y, int64_t rows, int64_t D,
                                const uint8_t* keep, int64_t keep_row_stride, int64_t keep_stride) {
   const RowLanes<V> row(D);
   constexpr int kGroup = V == 1 ? 8 : (V <= 2 ? 4 : 2);
   int64_t r = 0;
   for (; r + kGroup <= rows; r += kGroup) {
-    row_group<V, kGroup>(x, y, r, D, row, keep, keep_row_stride, keep_stride);
+    row_group<V, kGroup, kLog>(x, y, r, D, row, keep, keep_row_stride, keep_stride);
   }
-  for (; r < rows; ++r) row_group<V, 1>(x, y, r, D, row, keep, keep_row_stride, keep_stride);
+  for (; r < rows; ++r) {
+    row_group<V, 1, kLog>(x, y, r, D, row, keep, keep_row_stride, keep_stride);
+  }
 }
 
 // Backward, dx = y * (g - sum(g * y)), rows of D <= 16 V floats.
@@ -142,6 +157,13 @@ void short_softmax_rows(const float* x, float* y, int64_t rows, int64_t D, const
       D, [&]<int V>() { rows_avx512<V>(x, y, rows, D, keep, keep_row_stride, keep_stride); });
 }
 
+void short_log_softmax_rows(const float* x, float* y, int64_t rows, int64_t D) {
+  SG_CHECK(D >= 1 && D <= kMaxRow, "short_softmax: rows of {} elements, the kernel takes 1 to {}",
+           D, kMaxRow);
+  with_registers_per_row(
+      D, [&]<int V>() { rows_avx512<V, /*kLog=*/true>(x, y, rows, D, nullptr, 0, 0); });
+}
+
 void short_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows,
                                  int64_t D) {
   SG_CHECK(D >= 1 && D <= kMaxRow, "short_softmax: rows of {} elements, the kernel takes 1 to {}",
@@ -154,6 +176,10 @@ void short_softmax_backward_rows(const float* g, const float* y, float* dx, int6
 bool short_softmax_fits(int64_t) { return false; }
 
 void short_softmax_rows(const float*, float*, int64_t, int64_t, const uint8_t*, int64_t, int64_t) {
+  SG_FAIL("short_softmax: this build has no AVX-512 kernel (short_softmax_fits is always false)");
+}
+
+void short_log_softmax_rows(const float*, float*, int64_t, int64_t) {
   SG_FAIL("short_softmax: this build has no AVX-512 kernel (short_softmax_fits is always false)");
 }
 

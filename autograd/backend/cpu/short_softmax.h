@@ -19,6 +19,10 @@ bool short_softmax_fits(int64_t D);
 void short_softmax_rows(const float* x, float* y, int64_t rows, int64_t D, const uint8_t* keep,
                         int64_t keep_row_stride, int64_t keep_stride);
 
+// y = log_softmax(x) over each of `rows` contiguous rows of D floats (no mask): (x - max) -
+// log(sum).
+void short_log_softmax_rows(const float* x, float* y, int64_t rows, int64_t D);
+
 // The backward of softmax (not log_softmax) over rows of D floats: dx = y * (g - sum(g * y)), the
 // dot product multiplied and summed in double.
 void short_softmax_backward_rows(const float* g, const float* y, float* dx, int64_t rows,

@@ -70,7 +70,10 @@ void softmax_short_rows(const float* px, float* py, int64_t rows, int64_t D, Kee
 // The common case, float32 rows (the softmax over the keys of an attention, over a vocabulary):
 // vectorised loops and fast_exp. The normaliser still accumulates in double.
 void softmax_rows(const float* px, float* po, int64_t rows, int64_t D, bool log) {
-  if (!log && short_softmax_fits(D)) return short_softmax_rows(px, po, rows, D, nullptr, 0, 0);
+  if (short_softmax_fits(D)) {
+    if (log) return short_log_softmax_rows(px, po, rows, D);
+    return short_softmax_rows(px, po, rows, D, nullptr, 0, 0);
+  }
   if (!log && D < kShortRow) {
     return softmax_short_rows(
         px, po, rows, D, [](int64_t) -> const uint8_t* { return nullptr; }, 0);

@@ -42,6 +42,26 @@ TEST(SoftmaxForward, LargeLogitsStayFinite) {
   EXPECT_NEAR(log_softmax(x, 1).at<float>({1, 0}), -std::log(3.0), 1e-5);
 }
 
+// Rows of at most 64 floats take the AVX-512 kernels where the CPU has them (short_softmax.cpp),
+// longer ones the portable loops: both against float64, across 1 to 4 registers a row, groups
+// of rows and a tail, with a -inf entry (log p = -inf there) and a row of -inf (NaN, as PyTorch).
+TEST(SoftmaxForward, Float32RowsOfEveryLengthMatchFloat64) {
+  manual_seed(5);
+  for (int64_t D : {1, 5, 11, 16, 17, 33, 64, 65, 130}) {
+    SCOPED_TRACE(fmt::format("D {}", D));
+    Tensor x = randn({13, D}) * 4.0;
+    Tensor x64 = x.to(kFloat64);
+    EXPECT_TRUE(tensors_near(log_softmax(x, 1).to(kFloat64), log_softmax(x64, 1), 1e-5, 1e-5));
+    EXPECT_TRUE(tensors_near(softmax(x, 1).to(kFloat64), softmax(x64, 1), 1e-6, 1e-5));
+  }
+  Tensor x = tensor({{1.0, -std::numeric_limits<double>::infinity(), 2.0}});
+  Tensor lp = log_softmax(x, 1);
+  EXPECT_TRUE(std::isinf(lp.at<float>({0, 1})) && lp.at<float>({0, 1}) < 0);
+  EXPECT_NEAR(lp.at<float>({0, 2}), -std::log1p(std::exp(-1.0)), 1e-6);
+  Tensor all_inf = full({1, 4}, -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(log_softmax(all_inf, 1).at<float>({0, 0})));
+}
+
 TEST(SoftmaxForward, FullyMaskedRowIsNanLikePyTorch) {
   Tensor x = tensor({{-INFINITY, -INFINITY}, {0, -INFINITY}});
   Tensor y = softmax(x, -1);
