@@ -9,8 +9,8 @@
 # torch_copy_task.py (PyTorch), one process each: A B A B ..., so a neighbour's burst of work on
 # this shared machine hits both sides alike. Each process reports its median time per step over
 # its own timed steps and its peak RSS; the table shows, per config, the median over repeats of
-# those medians, the ratio scratchgrad / PyTorch (below 1 = scratchgrad faster), and the ratio of
-# peak RSS. --baseline DIR adds a third program (an older build's bench_copy_task) to every round,
+# those medians, the ratio scratchgrad / PyTorch (below 1 = scratchgrad faster), the spread of
+# each round's own ratio (min / median / max), and the ratio of peak RSS. --baseline DIR adds a third program (an older build's bench_copy_task) to every round,
 # for before/after tables. Without PyTorch (no `import torch` for /usr/bin/python3) it says so and
 # reports scratchgrad alone.
 #
@@ -108,11 +108,19 @@ for c in configs:
     if pt:
         row["time_ratio"] = sg["median_ms"] / pt["median_ms"]
         row["rss_ratio"] = sg["peak_rss_mib"] / pt["peak_rss_mib"]
+        # Each round's own ratio (its two runs are seconds apart): their spread shows how much a
+        # neighbour's burst moved one side of one round.
+        row["round_ratios"] = [a / b for a, b in zip(sg["per_run_median_ms"],
+                                                     pt["per_run_median_ms"])]
     rows.append(row)
 
 def ms(x):
     return f"{x:.1f} ms" if x >= 10 else f"{x:.2f} ms"
-head = ["config", "scratchgrad", "PyTorch", "sg/PyTorch", "RSS sg", "RSS PyTorch", "RSS ratio"]
+head = ["config", "scratchgrad", "PyTorch", "sg/PyTorch", "rounds' ratios (min, median, max)",
+        "RSS sg", "RSS PyTorch", "RSS ratio"]
+def spread(ratios):
+    return (f"{min(ratios):.2f} / {statistics.median(ratios):.2f} / {max(ratios):.2f}"
+            if ratios else "n/a")
 if any("baseline" in r for r in rows):
     head[1:1] = ["before"]
 print("| " + " | ".join(head) + " |")
@@ -123,7 +131,8 @@ for r in rows:
     if "baseline" in r:
         cells.append(ms(r["baseline"]["median_ms"]))
     cells += [ms(sg["median_ms"]), ms(pt["median_ms"]) if pt else "n/a",
-              f"**{r['time_ratio']:.2f}x**" if pt else "n/a", f"{sg['peak_rss_mib']:.0f} MiB",
+              f"**{r['time_ratio']:.2f}x**" if pt else "n/a", spread(r.get("round_ratios", [])),
+              f"{sg['peak_rss_mib']:.0f} MiB",
               f"{pt['peak_rss_mib']:.0f} MiB" if pt else "n/a",
               f"{r['rss_ratio']:.2f}x" if pt else "n/a"]
     print("| " + " | ".join(cells) + " |")
