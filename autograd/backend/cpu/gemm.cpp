@@ -62,6 +62,7 @@ BlasMatrix as_blas_matrix(const Tensor& m) {
 //   - a transposed operand of a batched product is first copied into rows (its matrices are
 //     tiny), and OpenBLAS then multiplies untransposed matrices: 2x faster (bench_kernels).
 constexpr int64_t kPackElements = 256;  // bigger ones: OpenBLAS reads them faster in place
+constexpr int64_t kPackedRows = 32;     // ...unless narrow_gemm takes them, over this many rows
 
 template <typename T>
 void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
@@ -239,7 +240,13 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
     return;
   }
   const bool pack_a = batch > 1 && A.trans == CblasTrans && M * K <= kPackElements;
-  const bool pack_b = batch > 1 && B.trans == CblasTrans && K * N <= kPackElements;
+  // A transposed b is also copied into rows where that lets narrow_gemm take the products and
+  // the copy is spread over enough rows of a (kPackedRows): attention's q·kᵀ and its gradients
+  // over 64-long sequences ([64, 32]·[32, 64]: 1.2-1.6x OpenBLAS's speed, bench/NOTES.md). With
+  // 10 rows (annotated's heads) the copy, one element at a time, costs more than it saves.
+  const bool pack_b = batch > 1 && B.trans == CblasTrans &&
+                      (K * N <= kPackElements ||
+                       (std::is_same_v<T, float> && M >= kPackedRows && narrow_gemm_fits(M, N, K)));
   const double flops = 2.0 * static_cast<double>(M * N * K);
   const T beta = accumulate ? T(1) : T(0);
   BlasThreads threads(flops);  // per product: the products of a batch run one by one, or...

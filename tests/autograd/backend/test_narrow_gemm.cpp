@@ -151,5 +151,35 @@ TEST(BackendNarrowGemm, FusedLinearForwardAndBackwardTakeIt) {
   }
 }
 
+// Batched products whose b is a transposed view (attention's q·kᵀ, [B·H] products of 64-long
+// sequences) take it too once there are 32 rows or more (b is copied into rows per product);
+// against the float64 reference, for a few shapes on both sides of that line, with a in rows and
+// transposed, and a view of heads from [B, T, H·Dh] rows.
+TEST(BackendNarrowGemm, BatchedProductsWithATransposedBMatchTheReference) {
+  SG_SKIP_WITHOUT_NARROW_GEMM();
+  manual_seed(11);
+  for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32},
+                         {64, 32, 64},
+                         {33, 17, 40},
+                         {31, 64, 32},
+                         {10, 10, 64}}) {
+    SCOPED_TRACE(fmt::format("[{}, {}] x [{}, {}]", M, K, K, N));
+    const Tensor a = randn({6, M, K}), b_t = randn({6, N, K});  // b = b_tᵀ, a transposed view
+    EXPECT_TRUE(testing::tensors_near(
+        matmul(a, b_t.transpose(1, 2)).to(kFloat64),
+        testing::reference_matmul(a.to(kFloat64), b_t.to(kFloat64).transpose(1, 2)), 1e-4));
+    const Tensor a_t = randn({6, K, M});  // both transposed
+    EXPECT_TRUE(testing::tensors_near(matmul(a_t.transpose(1, 2), b_t.transpose(1, 2)).to(kFloat64),
+                                      testing::reference_matmul(a_t.to(kFloat64).transpose(1, 2),
+                                                                b_t.to(kFloat64).transpose(1, 2)),
+                                      1e-4));
+  }
+  // Heads split from rows: q, k [2, 64, 4·32] viewed as [2, 4, 64, 32]; scores = q·kᵀ.
+  const Tensor q = randn({2, 64, 4, 32}).transpose(1, 2), k = randn({2, 64, 4, 32}).transpose(1, 2);
+  EXPECT_TRUE(testing::tensors_near(
+      matmul(q, k.transpose(-2, -1)).to(kFloat64),
+      testing::reference_matmul(q.to(kFloat64), k.to(kFloat64).transpose(-2, -1)), 1e-4));
+}
+
 }  // namespace
 }  // namespace sg
