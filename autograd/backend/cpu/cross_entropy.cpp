@@ -114,33 +114,32 @@ bool cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const
   const auto smooth = static_cast<float>(label_smoothing / static_cast<double>(C));
   const auto hit = static_cast<float>(1.0 - label_smoothing);
   // Row i's numbers; false for an ignored row, whose gradient is zeros.
-  auto row_gradient = [&](int64_t i, RowGradient& r) {
-    if (t[i] == ignore_index) {
-      std::fill(out + i * C, out + (i + 1) * C, 0.0f);
-      return false;
-    }
-    r = {static_cast<float>(static_cast<double>(g[per_row ? i : 0]) / divisor), t[i], smooth, hit};
-    return true;
+  // Every row through write_row(lp_row, dx_row, r), an ignored row as zeros.
+  auto over_rows = [&](auto write_row) {
+    parallel_for(N, rows_per_grain(C), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        if (t[i] == ignore_index) {
+          std::fill(out + i * C, out + (i + 1) * C, 0.0f);
+          continue;
+        }
+        const auto s = static_cast<float>(static_cast<double>(g[per_row ? i : 0]) / divisor);
+        write_row(lp + i * C, out + i * C, RowGradient{s, t[i], smooth, hit});
+      }
+    });
   };
 #ifdef SG_AVX512_ROWS
   if (C <= 64 && avx512::cpu_has_avx512()) {
     avx512::with_registers_per_row(C, [&]<int V>() {
       const avx512::RowLanes<V> lanes(C);
-      parallel_for(N, rows_per_grain(C), [&](int64_t lo, int64_t hi) {
-        RowGradient r{};
-        for (int64_t i = lo; i < hi; ++i) {
-          if (row_gradient(i, r)) gradient_row_avx512<V>(lp + i * C, out + i * C, lanes, r);
-        }
+      over_rows([&](const float* lp_row, float* dx_row, RowGradient r) {
+        gradient_row_avx512<V>(lp_row, dx_row, lanes, r);
       });
     });
     return true;
   }
 #endif
-  parallel_for(N, rows_per_grain(C), [&](int64_t lo, int64_t hi) {
-    RowGradient r{};
-    for (int64_t i = lo; i < hi; ++i) {
-      if (row_gradient(i, r)) gradient_row(lp + i * C, out + i * C, C, r);
-    }
+  over_rows([&](const float* lp_row, float* dx_row, RowGradient r) {
+    gradient_row(lp_row, dx_row, C, r);
   });
   return true;
 }

@@ -59,8 +59,9 @@ BlasMatrix as_blas_matrix(const Tensor& m) {
 // is transposed. Attention makes hundreds of tiny products per matmul ([10, 8]·[8, 10] per head
 // and sequence in the tiny config), so:
 //   - one row times a matrix (a decoding step: one query) is a plain loop here, 5x faster;
-//   - a transposed operand of a batched product is first copied into rows (its matrices are
-//     tiny), and OpenBLAS then multiplies untransposed matrices: 2x faster (bench_kernels).
+//   - a transposed operand of a batched product is first copied into rows where its matrices
+//     are tiny, and OpenBLAS then multiplies untransposed matrices: 2x faster (bench_kernels);
+//     also where narrow_gemm then takes the products (a transposed b over >= 32 rows of a).
 constexpr int64_t kPackElements = 256;  // bigger ones: OpenBLAS reads them faster in place
 constexpr int64_t kPackedRows = 32;     // ...unless narrow_gemm takes them, over this many rows
 
