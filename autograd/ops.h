@@ -120,7 +120,7 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias = 
 // nn::scaled_dot_product_attention's math (no dropout) for q [B, H, T, Dh], k [B, H, S, Dh],
 // v [B, H, S, Dv] and a bool mask broadcastable to [B, H, T, S] (or undefined): {output
 // [B, H, T, Dv], weights [B, H, T, S]}, both differentiable, in one kernel of the backend's where
-// it has one for these shapes (the CPU's for T, S, Dh, Dv <= 16); two undefined tensors where it
+// it has one for these shapes (the CPU's for S, Dh, Dv <= 64); two undefined tensors where it
 // has none, and the caller composes the ops (nn/attention.cpp).
 std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                           const Tensor& mask, double scale);

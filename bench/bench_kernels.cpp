@@ -215,23 +215,33 @@ void BM_masked_softmax(benchmark::State& state) {
 
 // Attention over heads [B, H, T, Dh] and keys [B, H, S, Dh] (fused_attention, no mask): forward
 // alone, and forward + backward; the tiny model's training heads and a decoding step's.
+// Attention as the models call it (nn::scaled_dot_product_attention: fused_attention where a
+// kernel takes the shapes, else the composed ops), the heads split from [B, L, H·D] rows as
+// MultiheadAttention's projections make them.
 void BM_attention(benchmark::State& state) {
   const int64_t B = state.range(0), H = state.range(1), T = state.range(2), S = state.range(3);
   const int64_t Dh = state.range(4);
   const bool backward = state.range(5) != 0;
   const sg::TensorOptions options = sg::TensorOptions().requires_grad(backward);
-  sg::Tensor q = sg::randn({B, H, T, Dh}, options), k = sg::randn({B, H, S, Dh}, options);
-  sg::Tensor v = sg::randn({B, H, S, Dh}, options), g = sg::randn({B, H, T, Dh});
-  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  sg::Tensor q_rows = sg::randn({B, T, H, Dh}, options), k_rows = sg::randn({B, S, H, Dh}, options);
+  sg::Tensor v_rows = sg::randn({B, S, H, Dh}, options), g = sg::randn({B, H, T, Dh});
+  auto heads = [](const sg::Tensor& rows) { return rows.transpose(1, 2); };
   for (auto _ : state) {
     if (!backward) {
       sg::NoGradGuard no_grad;
-      benchmark::DoNotOptimize(sg::fused_attention(q, k, v, sg::Tensor(), scale));
+      benchmark::DoNotOptimize(sg::nn::scaled_dot_product_attention(
+          heads(q_rows), heads(k_rows), heads(v_rows), sg::Tensor(), 0.0, false));
       continue;
     }
-    for (sg::Tensor* t : {&q, &k, &v}) t->set_grad(sg::Tensor());
-    sg::fused_attention(q, k, v, sg::Tensor(), scale).first.backward(g);
+    for (sg::Tensor* t : {&q_rows, &k_rows, &v_rows}) t->set_grad(sg::Tensor());
+    sg::nn::scaled_dot_product_attention(heads(q_rows), heads(k_rows), heads(v_rows), sg::Tensor(),
+                                         0.0, false)
+        .output.backward(g);
   }
+  // The products' flops (q·kᵀ and P·v forward; dP, dq, dk, dv backward), against gemm's.
+  const double flops = 2.0 * double(B * H * T * S * Dh) * (backward ? 6 : 2);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 void BM_sum_columns(benchmark::State& state) {
@@ -288,6 +298,9 @@ BENCHMARK(BM_attention)
     ->Args({80, 4, 10, 10, 8, 1})
     ->Args({100, 4, 1, 10, 8, 0})
     ->Args({100, 4, 4, 10, 8, 0})
+    ->Args({32, 8, 64, 64, 32, 0})  // medium: gemm_attention.cpp
+    ->Args({32, 8, 64, 64, 32, 1})
+    ->Args({80, 8, 10, 10, 64, 1})  // annotated
     ->UseRealTime();
 BENCHMARK(BM_sum_columns)->Args({800, 32})->Args({2048, 1024})->UseRealTime();
 BENCHMARK(BM_merge_heads_copy)->Args({80, 4, 11, 8})->Args({32, 8, 64, 32})->UseRealTime();

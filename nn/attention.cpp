@@ -40,7 +40,7 @@ AttentionOutput scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   // does not saturate. Dh is q's last dim: the size of ONE head, not d_model.
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   // Without dropout, the whole computation below is one op where the backend has a kernel for
-  // it (sg::fused_attention: the CPU's for sequences and heads of at most 16); the same math.
+  // it (sg::fused_attention: the CPU's for up to 64 keys and head dims); the same math.
   if (dropout_p == 0.0 || !training) {
     auto [fused_output, fused_weights] = fused_attention(q, k, v, mask, scale);
     if (fused_output.defined()) return {fused_output, fused_weights};

@@ -1,9 +1,11 @@
-// Tests for fused_attention and the CPU's short-sequence kernel (backend/cpu/short_attention.cpp):
-// output, weights and the gradients of q, k and v (through the output and through the weights)
-// against the composed attention in float64 (nn::scaled_dot_product_attention, which composes
-// the ops for float64), with no mask, padding and causal masks, a query with every key masked,
-// queries and keys of different lengths, head views split from [B, T, H·Dh] rows, and the sizes
-// at the kernel's limit; and the cases it leaves to the composition.
+// Tests for fused_attention and the CPU's kernels: short sequences in registers
+// (backend/cpu/short_attention.cpp) and up to 64 keys through narrow_gemm
+// (backend/cpu/gemm_attention.cpp). Output, weights and the gradients of q, k and v (through the
+// output and through the weights) against the composed attention in float64
+// (nn::scaled_dot_product_attention, which composes the ops for float64), with no mask, padding
+// and causal masks, a query with every key masked, queries and keys of different lengths, head
+// views split from [B, T, H·Dh] rows, and the sizes at the kernels' limits; and the cases they
+// leave to the composition.
 #include <utility>
 
 #include "autograd/ops.h"
@@ -128,13 +130,34 @@ TEST(AttentionFused, MergingTheHeadsOfTheOutputIsAView) {
   EXPECT_TRUE(weights.is_contiguous());
 }
 
+// Past 16, up to 64 keys and heads of up to 64 go through narrow_gemm, any number of queries:
+// the medium model's 64 x 64 heads of 32 and the annotated model's 10 x 11 heads of 64.
+TEST(AttentionFused, UpTo64KeysAndWideHeadsMatchTheComposition) {
+  SG_SKIP_WITHOUT_SHORT_ATTENTION();
+  manual_seed(5);
+  const Tensor lengths = tensor({50.0, 64.0}).view({2, 1});
+  const Tensor padding = arange(64.0).view({1, 64}).lt(lengths).view({2, 1, 1, 64});
+  const Tensor causal = nn::make_causal_mask(64);
+  check_against_composition({2, 3, 64, 64, 32, 32, logical_and(causal, padding), true});
+  check_against_composition({2, 3, 63, 64, 32, 32, padding, true});  // cross-attention
+  check_against_composition({2, 2, 10, 11, 64, 64, Tensor(), true});
+  check_against_composition({1, 2, 17, 17, 8, 8, Tensor()});
+  check_against_composition({1, 2, 3, 40, 20, 5, causal.narrow(2, 37, 3).narrow(3, 0, 40)});
+  check_against_composition({1, 1, 150, 33, 16, 64, Tensor()});  // dk, dv: depth 150
+  check_against_composition({2, 2, 5, 6, 17, 1, Tensor()});      // one value column
+  expect_a_blind_query_gets_zeros(20, 7);
+}
+
 TEST(AttentionFused, LongerSequencesFloat64AndMismatchesAreLeftToTheComposition) {
-  EXPECT_FALSE(fused_attention(randn({1, 1, 17, 8}), randn({1, 1, 17, 8}), randn({1, 1, 17, 8}),
+  EXPECT_FALSE(fused_attention(randn({1, 1, 65, 8}), randn({1, 1, 65, 8}), randn({1, 1, 65, 8}),
                                Tensor(), 1.0)
-                   .first.defined());
-  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 17}), randn({1, 1, 4, 17}), randn({1, 1, 4, 8}),
+                   .first.defined());  // 65 keys
+  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 65}), randn({1, 1, 4, 65}), randn({1, 1, 4, 8}),
                                Tensor(), 1.0)
-                   .first.defined());
+                   .first.defined());  // heads of 65
+  EXPECT_FALSE(
+      fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 4, 8}), randn({1, 1, 4, 65}), Tensor(), 1.0)
+          .first.defined());  // values of 65
   const TensorOptions f64(kFloat64);
   EXPECT_FALSE(fused_attention(randn({1, 1, 4, 8}, f64), randn({1, 1, 4, 8}, f64),
                                randn({1, 1, 4, 8}, f64), Tensor(), 1.0)

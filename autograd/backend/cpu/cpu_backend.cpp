@@ -340,12 +340,15 @@ class CpuBackend final : public Backend {
   }
   bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                  double scale, const Tensor& out, const Tensor& weights) override {
-    return cpu::attention(q, k, v, mask, scale, out, weights);
+    // Short sequences in registers; else, up to 64 keys, one head's products at a time.
+    return cpu::attention(q, k, v, mask, scale, out, weights) ||
+           cpu::gemm_attention(q, k, v, mask, scale, out, weights);
   }
   bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
                           const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
                           const Tensor& dv) override {
-    return cpu::attention_backward(grad, q, k, v, weights, scale, dq, dk, dv);
+    return cpu::attention_backward(grad, q, k, v, weights, scale, dq, dk, dv) ||
+           cpu::gemm_attention_backward(grad, q, k, v, weights, scale, dq, dk, dv);
   }
   bool adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                    const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,

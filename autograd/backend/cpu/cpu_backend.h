@@ -37,7 +37,7 @@ void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out
             std::string_view op);
 void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
 // The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, linear.cpp,
-// short_attention.cpp, adam.cpp).
+// short_attention.cpp, gemm_attention.cpp, cross_entropy.cpp, adam.cpp).
 void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                 const Tensor& out, const Tensor& mean, const Tensor& rstd);
@@ -60,6 +60,13 @@ bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
 bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
                         const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv);
+// Attention over at most 64 keys with heads of at most 64, any number of queries, each head's
+// products in narrow_gemm (gemm_attention.cpp); false where it does not fit.
+bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                    double scale, const Tensor& out, const Tensor& weights);
+bool gemm_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& weights, double scale, const Tensor& dq,
+                             const Tensor& dk, const Tensor& dv);
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                  double weight_decay, bool decoupled_weight_decay, int64_t step);

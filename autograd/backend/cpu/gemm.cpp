@@ -14,6 +14,7 @@
 #include "autograd/backend/cpu/narrow_gemm.h"
 #include "autograd/backend/cpu/parallel.h"
 #include "autograd/backend/cpu/tiny_gemm.h"
+#include "autograd/backend/cpu/transpose.h"
 #include "autograd/blas.h"
 #include "autograd/factory.h"
 
@@ -85,9 +86,13 @@ void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_
   }
 }
 
-// Copies rows x cols of a transposed BLAS matrix into `dst` as plain rows.
+// Copies rows x cols of a transposed BLAS matrix (stored [cols, rows], rows ld apart) into `dst`
+// as plain rows.
 template <typename T>
 void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    return transpose_into_rows(src, ld, cols, rows, 1.0f, dst, cols);
+  }
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
   }

@@ -14,6 +14,7 @@
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/narrow_gemm.h"
 #include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu/transpose.h"
 
 namespace sg::cpu {
 
@@ -46,8 +47,12 @@ bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Ten
   const int64_t w_rs = weight.stride(0), w_cs = weight.stride(1);
   // Wᵀ [in, out] in rows, once for every share: narrow_gemm reads b by rows.
   std::vector<float> w_t(static_cast<size_t>(in * out_features));
-  for (int64_t o = 0; o < out_features; ++o) {
-    for (int64_t i = 0; i < in; ++i) w_t[i * out_features + o] = w[o * w_rs + i * w_cs];
+  if (w_cs == 1) {
+    transpose_into_rows(w, w_rs, out_features, in, 1.0f, w_t.data(), out_features);
+  } else {
+    for (int64_t o = 0; o < out_features; ++o) {
+      for (int64_t i = 0; i < in; ++i) w_t[i * out_features + o] = w[o * w_rs + i * w_cs];
+    }
   }
   const float* px = x_rows.data_ptr<float>();
   const float* pb = b.defined() ? b.data_ptr<float>() : nullptr;

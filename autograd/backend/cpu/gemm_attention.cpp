@@ -1,0 +1,135 @@
+// Attention over heads of up to 64 keys (backend.h: attention, attention_backward) where
+// short_attention.cpp's registers do not reach: the medium copy-task model's 64-long sequences
+// with heads of 32, the annotated model's heads of 64. Composed from ops, such an attention is
+// two batched products whose [B, H] head views do not merge into one batch stride (so q, k, v
+// are copied first, and the gradients after), a scale, a masked softmax, and twice that backward
+// (bench/NOTES.md).
+//
+// Here one head at a time is a few narrow_gemm calls (every product of a head has at most 64
+// output columns: S keys, or a head size) that read q, k, v and dO in place, with the strides of
+// the projections they were split from, and write the output and dq, dk, dv the same way; the
+// softmax runs on each head's rows while they are in cache (short_softmax.h):
+//   forward   P = masked_softmax(q·(scale kᵀ)), out = P·v         (P: the weights)
+//   backward  dP' = dO·(scale vᵀ), dS = P ∘ (dP' - rowsum(P ∘ dP')), dq = dS·k, dk = dSᵀ·q,
+//             dv = Pᵀ·dO
+// The scale rides on the one operand each way that is copied into rows anyway (kᵀ, vᵀ: narrow_gemm
+// wants its b in rows): softmax's backward is linear in its incoming gradient, so scaling dP
+// scales dS. Every head is computed on its own: the same bits with any number of threads.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/narrow_gemm.h"
+#include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu/short_softmax.h"
+#include "autograd/backend/cpu/transpose.h"
+
+namespace sg::cpu {
+
+namespace {
+
+constexpr int64_t kMaxWidth = 64;  // S, Dh, Dv: narrow_gemm's and short_softmax's rows
+
+// A [B, H, rows, cols] float tensor whose last stride is 1: matrix (b, h) starts at
+// data + b * batch + h * head, its rows `row` apart.
+struct Heads {
+  float* data;
+  int64_t batch, head, row;
+  explicit Heads(const Tensor& t)
+      : data(const_cast<float*>(t.data_ptr<float>())),
+        batch(t.stride(0)),
+        head(t.stride(1)),
+        row(t.stride(2)) {}
+  float* at(int64_t b, int64_t h) const { return data + b * batch + h * head; }
+};
+
+struct Sizes {
+  int64_t T, S, Dh, Dv;
+};
+
+// Whether these tensors fit: float, kernels for this CPU, S, Dh, Dv <= 64 (any T), the head dim
+// of every [B, H, rows, cols] operand contiguous. Every product then has at most 64 columns and
+// either a depth of at most 64 (S, Dh or Dv) or at most 64 rows (dk, dv: S rows over T queries),
+// which narrow_gemm takes.
+bool fits(std::initializer_list<const Tensor*> heads, const Sizes& n) {
+  if (n.T < 1 || !short_softmax_fits(n.S)) return false;
+  for (int64_t width : {n.S, n.Dh, n.Dv}) {
+    if (width < 1 || width > kMaxWidth || !narrow_gemm_fits(1, width, 1)) return false;
+  }
+  for (const Tensor* t : heads) {
+    if (t->dtype() != kFloat32 || t->dim() != 4 || (t->stride(3) != 1 && t->size(3) > 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Heads per job of the pool: ~64K multiply-adds each.
+int64_t heads_per_grain(const Sizes& n) {
+  return std::max<int64_t>(1, (1 << 16) / (n.T * n.S * (n.Dh + n.Dv)));
+}
+
+}  // namespace
+
+bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                    double scale, const Tensor& out, const Tensor& weights) {
+  const int64_t B = q.size(0), H = q.size(1);
+  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
+  const Heads hq(q), hk(k), hv(v), ho(out);
+  const uint8_t* m =
+      mask.defined() ? reinterpret_cast<const uint8_t*>(mask.data_ptr<bool>()) : nullptr;
+  const int64_t mb = mask.defined() ? mask.stride(0) : 0, mh = mask.defined() ? mask.stride(1) : 0;
+  const int64_t mr = mask.defined() ? mask.stride(2) : 0, mc = mask.defined() ? mask.stride(3) : 0;
+  float* w = weights.data_ptr<float>();
+  parallel_for(B * H, heads_per_grain(n), [&](int64_t lo, int64_t hi) {
+    std::vector<float> k_t(static_cast<size_t>(n.Dh * n.S));  // scale · kᵀ [Dh, S]
+    for (int64_t i = lo; i < hi; ++i) {
+      const int64_t b = i / H, h = i % H;
+      float* p = w + i * n.T * n.S;
+      transpose_into_rows(hk.at(b, h), hk.row, n.S, n.Dh, static_cast<float>(scale), k_t.data(),
+                          n.S);
+      narrow_gemm(n.T, n.S, n.Dh, hq.at(b, h), hq.row, 1, k_t.data(), n.S, nullptr, p, n.S,
+                  /*accumulate=*/false);
+      short_softmax_rows(p, p, n.T, n.S, m != nullptr ? m + b * mb + h * mh : nullptr, mr, mc);
+      narrow_gemm(n.T, n.Dv, n.S, p, n.S, 1, hv.at(b, h), hv.row, nullptr, ho.at(b, h), ho.row,
+                  /*accumulate=*/false);
+    }
+  });
+  return true;
+}
+
+bool gemm_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& weights, double scale, const Tensor& dq,
+                             const Tensor& dk, const Tensor& dv) {
+  const int64_t B = q.size(0), H = q.size(1);
+  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  if (!fits({&grad, &q, &k, &v, &dq, &dk, &dv}, n) || !weights.is_contiguous()) return false;
+  const Heads hg(grad), hq(q), hk(k), hv(v), hdq(dq), hdk(dk), hdv(dv);
+  const float* w = weights.data_ptr<float>();
+  parallel_for(B * H, heads_per_grain(n), [&](int64_t lo, int64_t hi) {
+    std::vector<float> v_t(static_cast<size_t>(n.Dv * n.S));  // scale · vᵀ [Dv, S]
+    std::vector<float> ds(static_cast<size_t>(n.T * n.S));    // dP', then dS in its place
+    for (int64_t i = lo; i < hi; ++i) {
+      const int64_t b = i / H, h = i % H;
+      const float* p = w + i * n.T * n.S;
+      const float* d_out = hg.at(b, h);
+      transpose_into_rows(hv.at(b, h), hv.row, n.S, n.Dv, static_cast<float>(scale), v_t.data(),
+                          n.S);
+      narrow_gemm(n.T, n.S, n.Dv, d_out, hg.row, 1, v_t.data(), n.S, nullptr, ds.data(), n.S,
+                  /*accumulate=*/false);
+      short_softmax_backward_rows(ds.data(), p, ds.data(), n.T, n.S);
+      // dq = dS·k; dk = dSᵀ·q and dv = Pᵀ·dO read dS and P transposed, in place.
+      narrow_gemm(n.T, n.Dh, n.S, ds.data(), n.S, 1, hk.at(b, h), hk.row, nullptr, hdq.at(b, h),
+                  hdq.row, /*accumulate=*/false);
+      narrow_gemm(n.S, n.Dh, n.T, ds.data(), 1, n.S, hq.at(b, h), hq.row, nullptr, hdk.at(b, h),
+                  hdk.row, /*accumulate=*/false);
+      narrow_gemm(n.S, n.Dv, n.T, p, 1, n.S, d_out, hg.row, nullptr, hdv.at(b, h), hdv.row,
+                  /*accumulate=*/false);
+    }
+  });
+  return true;
+}
+
+}  // namespace sg::cpu
