@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "autograd/backend/cpu/attention_heads.h"
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/narrow_gemm.h"
 #include "autograd/backend/cpu/parallel.h"
@@ -31,42 +32,20 @@ namespace {
 
 constexpr int64_t kMaxWidth = 64;  // S, Dh, Dv: narrow_gemm's and short_softmax's rows
 
-// A [B, H, rows, cols] float tensor whose last stride is 1: matrix (b, h) starts at
-// data + b * batch + h * head, its rows `row` apart.
-struct Heads {
-  float* data;
-  int64_t batch, head, row;
-  explicit Heads(const Tensor& t)
-      : data(const_cast<float*>(t.data_ptr<float>())),
-        batch(t.stride(0)),
-        head(t.stride(1)),
-        row(t.stride(2)) {}
-  float* at(int64_t b, int64_t h) const { return data + b * batch + h * head; }
-};
-
-struct Sizes {
-  int64_t T, S, Dh, Dv;
-};
-
 // Whether these tensors fit: float, kernels for this CPU, S, Dh, Dv <= 64 (any T), the head dim
 // of every [B, H, rows, cols] operand contiguous. Every product then has at most 64 columns and
 // either a depth of at most 64 (S, Dh or Dv) or at most 64 rows (dk, dv: S rows over T queries),
 // which narrow_gemm takes.
-bool fits(std::initializer_list<const Tensor*> heads, const Sizes& n) {
+bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n) {
   if (n.T < 1 || !short_softmax_fits(n.S)) return false;
   for (int64_t width : {n.S, n.Dh, n.Dv}) {
     if (width < 1 || width > kMaxWidth || !narrow_gemm_fits(1, width, 1)) return false;
   }
-  for (const Tensor* t : heads) {
-    if (t->dtype() != kFloat32 || t->dim() != 4 || (t->stride(3) != 1 && t->size(3) > 1)) {
-      return false;
-    }
-  }
-  return true;
+  return float_heads(heads);
 }
 
 // Heads per job of the pool: ~64K multiply-adds each.
-int64_t heads_per_grain(const Sizes& n) {
+int64_t heads_per_grain(const HeadSizes& n) {
   return std::max<int64_t>(1, (1 << 16) / (n.T * n.S * (n.Dh + n.Dv)));
 }
 
@@ -75,7 +54,7 @@ int64_t heads_per_grain(const Sizes& n) {
 bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                     double scale, const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
-  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
   if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
   const Heads hq(q), hk(k), hv(v), ho(out);
   const uint8_t* m =
@@ -104,7 +83,7 @@ bool gemm_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& 
                              const Tensor& weights, double scale, const Tensor& dq,
                              const Tensor& dk, const Tensor& dv) {
   const int64_t B = q.size(0), H = q.size(1);
-  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
   if (!fits({&grad, &q, &k, &v, &dq, &dk, &dv}, n) || !weights.is_contiguous()) return false;
   const Heads hg(grad), hq(q), hk(k), hv(v), hdq(dq), hdk(dk), hdv(dv);
   const float* w = weights.data_ptr<float>();

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "autograd/backend/cpu/attention_heads.h"
 #include "autograd/backend/cpu/avx512_rows.h"
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/parallel.h"
@@ -37,19 +38,6 @@ constexpr int64_t kMaxLength = 16;  // T, S, Dh, Dv: one register of 16 lanes
 constexpr int64_t kFewQueries = 4;  // up to it the forward puts keys in the lanes (measured)
 
 using avx512::exp16;
-
-// A [B, H, rows, cols] float tensor whose last stride is 1: matrix (b, h) starts at
-// data + b * batch + h * head, its rows `row` apart.
-struct Heads {
-  float* data;
-  int64_t batch, head, row;
-  explicit Heads(const Tensor& t)
-      : data(const_cast<float*>(t.data_ptr<float>())),
-        batch(t.stride(0)),
-        head(t.stride(1)),
-        row(t.stride(2)) {}
-  float* at(int64_t b, int64_t h) const { return data + b * batch + h * head; }
-};
 
 __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
 
@@ -78,13 +66,9 @@ __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1);
   }
 }
 
-struct Sizes {
-  int64_t T, S, Dh, Dv;
-};
-
 // For each key s, the queries t that may attend to it (bit t): from the mask bytes of one head
 // (rows `row` apart, keys `col` apart), or every query where there is no mask.
-void kept_queries(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmask16* kept) {
+void kept_queries(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mmask16* kept) {
   const auto all = static_cast<__mmask16>((1u << n.T) - 1);
   for (int64_t s = 0; s < n.S; ++s) {
     if (mask == nullptr || row == 0) {  // no mask, or one that is the same for every query
@@ -98,7 +82,7 @@ void kept_queries(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmas
 }
 
 // For each query t, the keys s it may attend to (bit s): the same mask read by rows.
-void kept_keys(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmask16* kept) {
+void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mmask16* kept) {
   for (int64_t t = 0; t < n.T; ++t) {
     if (mask != nullptr && row == 0 && t > 0) {  // the same for every query
       kept[t] = kept[0];
@@ -115,7 +99,7 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmask16
 // One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart).
 [[SG_AVX512]] void forward_head(const float* q, int64_t q_row, const float* k, int64_t k_row,
                                 const float* v, int64_t v_row, const __mmask16* kept, float scale,
-                                Sizes n, float* p, float* out, int64_t out_row) {
+                                HeadSizes n, float* p, float* out, int64_t out_row) {
   const __mmask16 queries = first_lanes(n.T);
   __m512 q_t[kMaxLength];  // qᵀ: register d holds q[t, d] in lane t
   for (int64_t d = 0; d < n.Dh; ++d) q_t[d] = column(q, q_row, d, queries);
@@ -159,8 +143,8 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, Sizes n, __mmask16
 template <int kT>
 [[SG_AVX512]] void forward_head_few_queries(const float* q, int64_t q_row, const float* k,
                                             int64_t k_row, const float* v, int64_t v_row,
-                                            const __mmask16* kept, float scale, Sizes n, float* p,
-                                            float* out, int64_t out_row) {
+                                            const __mmask16* kept, float scale, HeadSizes n,
+                                            float* p, float* out, int64_t out_row) {
   const __mmask16 keys = first_lanes(n.S);
   // Sums over even and odd d apart (and s below): two chains of multiply-adds, not one.
   __m512 scores[kT], odd[kT];
@@ -220,7 +204,7 @@ template <int kT>
 // One head backward, from dO [T, Dv] and the forward's p [T, S].
 [[SG_AVX512]] void backward_head(const float* d_out, int64_t d_out_row, const float* q,
                                  int64_t q_row, const float* k, int64_t k_row, const float* v,
-                                 int64_t v_row, const float* p, float scale, Sizes n, float* dq,
+                                 int64_t v_row, const float* p, float scale, HeadSizes n, float* dq,
                                  int64_t dq_row, float* dk, int64_t dk_row, float* dv,
                                  int64_t dv_row) {
   const __mmask16 queries = first_lanes(n.T), lanes_h = first_lanes(n.Dh),
@@ -255,21 +239,16 @@ template <int kT>
 
 // Whether the kernels take these tensors: float, AVX-512, lengths and head sizes <= 16, the head
 // dim of every [B, H, rows, cols] operand contiguous.
-bool fits(std::initializer_list<const Tensor*> heads, const Sizes& n) {
+bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n) {
   if (!avx512::cpu_has_avx512()) return false;
   for (int64_t length : {n.T, n.S, n.Dh, n.Dv}) {
     if (length < 1 || length > kMaxLength) return false;
   }
-  for (const Tensor* t : heads) {
-    if (t->dtype() != kFloat32 || t->dim() != 4 || (t->stride(3) != 1 && t->size(3) > 1)) {
-      return false;
-    }
-  }
-  return true;
+  return float_heads(heads);
 }
 
 // Heads per job of the pool: ~16K multiply-adds each.
-int64_t heads_per_grain(const Sizes& n) {
+int64_t heads_per_grain(const HeadSizes& n) {
   return std::max<int64_t>(1, (1 << 14) / (n.T * n.S * (n.Dh + n.Dv)));
 }
 
@@ -280,7 +259,7 @@ int64_t heads_per_grain(const Sizes& n) {
 bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
                const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
-  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
   if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
   const Heads hq(q), hk(k), hv(v), ho(out);
   const uint8_t* m =
@@ -315,7 +294,7 @@ bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, co
                         const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv) {
   const int64_t B = q.size(0), H = q.size(1);
-  const Sizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
   if (!fits({&grad, &q, &k, &v, &dq, &dk, &dv}, n) || !weights.is_contiguous()) return false;
   const Heads hg(grad), hq(q), hk(k), hv(v), hdq(dq), hdk(dk), hdv(dv);
   const float* w = weights.data_ptr<float>();

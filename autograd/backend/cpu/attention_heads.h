@@ -1,0 +1,42 @@
+// What the CPU's two attention kernels share (short_attention.cpp, gemm_attention.cpp): how they
+// address one head of a [B, H, rows, cols] operand, one head's sizes, and which tensors they take.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "autograd/tensor.h"
+
+namespace sg::cpu {
+
+// A [B, H, rows, cols] float tensor whose last stride is 1: matrix (b, h) starts at
+// data + b * batch + h * head, its rows `row` apart. Any other strides: a head split from the
+// [B, L, H·D] rows of a projection is read where it is.
+struct Heads {
+  float* data;
+  int64_t batch, head, row;
+  explicit Heads(const Tensor& t)
+      : data(const_cast<float*>(t.data_ptr<float>())),
+        batch(t.stride(0)),
+        head(t.stride(1)),
+        row(t.stride(2)) {}
+  float* at(int64_t b, int64_t h) const { return data + b * batch + h * head; }
+};
+
+// One head's sizes: T queries, S keys, head dims Dh (q and k) and Dv (v).
+struct HeadSizes {
+  int64_t T, S, Dh, Dv;
+};
+
+// Whether every tensor is a 4-d float tensor whose last dim is contiguous (or of size 1): what
+// Heads can address.
+inline bool float_heads(std::initializer_list<const Tensor*> heads) {
+  for (const Tensor* t : heads) {
+    if (t->dtype() != kFloat32 || t->dim() != 4 || (t->stride(3) != 1 && t->size(3) > 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace sg::cpu
