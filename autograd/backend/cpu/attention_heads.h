@@ -26,6 +26,24 @@ struct Heads {
 // One head's sizes: T queries, S keys, head dims Dh (q and k) and Dv (v).
 struct HeadSizes {
   int64_t T, S, Dh, Dv;
+  static HeadSizes of(const Tensor& q, const Tensor& k, const Tensor& v) {
+    return {q.size(2), k.size(2), q.size(3), v.size(3)};
+  }
+};
+
+// A bool mask [B, H, T, S] (any strides, 0 where broadcast) read as bytes, or none: head (b, h)'s
+// starts at at(b, h) (nullptr without a mask), its rows `row` apart and its keys `col` apart.
+struct HeadMasks {
+  const uint8_t* data = nullptr;
+  int64_t batch = 0, head = 0, row = 0, col = 0;
+  explicit HeadMasks(const Tensor& mask) {
+    if (!mask.defined()) return;
+    data = reinterpret_cast<const uint8_t*>(mask.data_ptr<bool>());
+    batch = mask.stride(0), head = mask.stride(1), row = mask.stride(2), col = mask.stride(3);
+  }
+  const uint8_t* at(int64_t b, int64_t h) const {
+    return data != nullptr ? data + b * batch + h * head : nullptr;
+  }
 };
 
 // Whether every tensor is a 4-d float tensor whose last dim is contiguous (or of size 1): what

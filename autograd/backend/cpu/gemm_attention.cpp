@@ -54,13 +54,10 @@ int64_t heads_per_grain(const HeadSizes& n) {
 bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                     double scale, const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
-  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n = HeadSizes::of(q, k, v);
   if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
   const Heads hq(q), hk(k), hv(v), ho(out);
-  const uint8_t* m =
-      mask.defined() ? reinterpret_cast<const uint8_t*>(mask.data_ptr<bool>()) : nullptr;
-  const int64_t mb = mask.defined() ? mask.stride(0) : 0, mh = mask.defined() ? mask.stride(1) : 0;
-  const int64_t mr = mask.defined() ? mask.stride(2) : 0, mc = mask.defined() ? mask.stride(3) : 0;
+  const HeadMasks masks(mask);
   float* w = weights.data_ptr<float>();
   parallel_for(B * H, heads_per_grain(n), [&](int64_t lo, int64_t hi) {
     std::vector<float> k_t(static_cast<size_t>(n.Dh * n.S));  // scale · kᵀ [Dh, S]
@@ -71,7 +68,7 @@ bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
                           n.S);
       narrow_gemm(n.T, n.S, n.Dh, hq.at(b, h), hq.row, 1, k_t.data(), n.S, nullptr, p, n.S,
                   /*accumulate=*/false);
-      short_softmax_rows(p, p, n.T, n.S, m != nullptr ? m + b * mb + h * mh : nullptr, mr, mc);
+      short_softmax_rows(p, p, n.T, n.S, masks.at(b, h), masks.row, masks.col);
       narrow_gemm(n.T, n.Dv, n.S, p, n.S, 1, hv.at(b, h), hv.row, nullptr, ho.at(b, h), ho.row,
                   /*accumulate=*/false);
     }
@@ -83,7 +80,7 @@ bool gemm_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& 
                              const Tensor& weights, double scale, const Tensor& dq,
                              const Tensor& dk, const Tensor& dv) {
   const int64_t B = q.size(0), H = q.size(1);
-  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n = HeadSizes::of(q, k, v);
   if (!fits({&grad, &q, &k, &v, &dq, &dk, &dv}, n) || !weights.is_contiguous()) return false;
   const Heads hg(grad), hq(q), hk(k), hv(v), hdq(dq), hdk(dk), hdv(dv);
   const float* w = weights.data_ptr<float>();

@@ -259,13 +259,10 @@ int64_t heads_per_grain(const HeadSizes& n) {
 bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
                const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
-  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n = HeadSizes::of(q, k, v);
   if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
   const Heads hq(q), hk(k), hv(v), ho(out);
-  const uint8_t* m =
-      mask.defined() ? reinterpret_cast<const uint8_t*>(mask.data_ptr<bool>()) : nullptr;
-  const int64_t mb = mask.defined() ? mask.stride(0) : 0, mh = mask.defined() ? mask.stride(1) : 0;
-  const int64_t mr = mask.defined() ? mask.stride(2) : 0, mc = mask.defined() ? mask.stride(3) : 0;
+  const HeadMasks masks(mask);
   float* w = weights.data_ptr<float>();
   const bool few_queries = n.T <= kFewQueries;
   const auto forward = !few_queries ? forward_head
@@ -278,9 +275,9 @@ bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
     const uint8_t* kept_from = nullptr;  // heads that share a mask (stride 0) share `kept`
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t b = i / H, h = i % H;
-      const uint8_t* head_mask = m != nullptr ? m + b * mb + h * mh : nullptr;
+      const uint8_t* head_mask = masks.at(b, h);
       if (i == lo || head_mask != kept_from) {
-        (few_queries ? kept_keys : kept_queries)(head_mask, mr, mc, n, kept);
+        (few_queries ? kept_keys : kept_queries)(head_mask, masks.row, masks.col, n, kept);
       }
       kept_from = head_mask;
       forward(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row, kept,
@@ -294,7 +291,7 @@ bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, co
                         const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
                         const Tensor& dv) {
   const int64_t B = q.size(0), H = q.size(1);
-  const HeadSizes n{q.size(2), k.size(2), q.size(3), v.size(3)};
+  const HeadSizes n = HeadSizes::of(q, k, v);
   if (!fits({&grad, &q, &k, &v, &dq, &dk, &dv}, n) || !weights.is_contiguous()) return false;
   const Heads hg(grad), hq(q), hk(k), hv(v), hdq(dq), hdk(dk), hdv(dv);
   const float* w = weights.data_ptr<float>();
