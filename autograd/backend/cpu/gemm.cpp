@@ -91,10 +91,11 @@ void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_
 template <typename T>
 void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
   if constexpr (std::is_same_v<T, float>) {
-    return transpose_into_rows(src, ld, cols, rows, 1.0f, dst, cols);
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
+    transpose_into_rows(src, ld, cols, rows, 1.0f, dst, cols);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
+    }
   }
 }
 
