@@ -53,9 +53,8 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 // dx = g ⊙ [min <= x <= max]
 Tensor logical_not(const Tensor& x);  // bool -> bool
 
-// ---- elementwise binary, broadcasting: ops/binary.cpp
-// --------------------------------------------- Tensor-tensor operands promote as bool < int64 <
-// float32 < float64.
+// ---- elementwise binary, broadcasting: ops/binary.cpp ----
+// Tensor-tensor operands promote as bool < int64 < float32 < float64.
 Tensor add(const Tensor& a, const Tensor& b,
            double alpha = 1.0);  // y = a + alpha b; da = g, db = alpha g
 Tensor sub(const Tensor& a, const Tensor& b, double alpha = 1.0);  // da = g, db = -alpha g
@@ -76,9 +75,8 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 // A double operand as a 0-d tensor: x's dtype if x is floating, else int64 or float32.
 Tensor scalar_like(const Tensor& x, double value);
 
-// ---- reductions: ops/reduce.cpp
-// -------------------------------------------------------------------- An empty `dims` list means
-// all dims.
+// ---- reductions: ops/reduce.cpp ----
+// An empty `dims` list means all dims.
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 // dx = g broadcast back over dims
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
@@ -102,9 +100,8 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // N-D batched with broadcast batch dims. Through BLAS; transposed views are not copied.
 Tensor matmul(const Tensor& a, const Tensor& b);  // da = g·bᵀ, db = aᵀ·g (summed over broadcast)
 
-// ---- softmax family: ops/softmax.cpp
-// ---------------------------------------------------------------- Numerically stable (the max is
-// subtracted first).
+// ---- softmax family: ops/softmax.cpp ----
+// Numerically stable (the max is subtracted first).
 Tensor softmax(const Tensor& x, int64_t dim);      // dx = y ⊙ (g - Σ g⊙y)
 Tensor log_softmax(const Tensor& x, int64_t dim);  // dx = g - exp(y) Σ g
 // softmax over the entries where mask (bool, broadcast to x) is true, 0 elsewhere; a row with no
@@ -140,9 +137,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);    // dx 
 Tensor tril(const Tensor& x, int64_t diagonal = 0);  // keeps j <= i + diagonal; dx = tril(g)
 Tensor triu(const Tensor& x, int64_t diagonal = 0);  // keeps j >= i + diagonal; dx = triu(g)
 
-// ---- indexing: ops/indexing.cpp
-// --------------------------------------------------------------------- index: int64. index_select
-// picks whole slices along dim (the embedding lookup):
+// ---- indexing: ops/indexing.cpp ----
+// index: int64. index_select picks whole slices along dim (the embedding lookup):
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);  // dx = index_add(0, g)
 // gather picks one element per position: y[i][j] = x[i][index[i][j]] for dim 1.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);  // dx = scatter_add(0, g)
@@ -158,10 +154,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);  // cat of un
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);  // narrow views
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 
-// ---- random: ops/dropout.cpp
-// --------------------------------------------------------------------- Inverted dropout: zeroes
-// each element with probability p and scales the rest by 1/(1-p), so the expected value is
-// unchanged; identity when !training or p == 0. dx = g ⊙ mask / (1-p)
+// ---- random: ops/dropout.cpp ----
+// Inverted dropout: zeroes each element with probability p and scales the rest by 1/(1-p), so the
+// expected value is unchanged; identity when !training or p == 0. dx = g ⊙ mask / (1-p)
 Tensor dropout(const Tensor& x, double p, bool training = true);
 
 // ---- optimizer updates: ops/inplace.cpp (in place, not differentiable) ----

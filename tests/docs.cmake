@@ -1,5 +1,6 @@
-# The tutorial in docs/: every code snippet resolves, and every output block and figure is what the
-# examples print and draw today. Label "docs"; neither test needs the network.
+# The tutorial in docs/: its text is clean (no control characters), every code snippet resolves,
+# and every output block and figure is what the examples print and draw today. Label "docs";
+# neither test needs the network.
 #   ctest --test-dir build -L docs
 # docs.outputs reruns every example in full, the copy-task training included (about a minute on 2
 # cores), so it also carries the label "docs_e2e", which the sanitizer run's `-LE "install|e2e"`
@@ -11,6 +12,9 @@ if(EXISTS ${SG_DEBIAN_PYTHON})
   add_test(NAME docs.snippets
            COMMAND ${SG_DEBIAN_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/docs_snippets.py --check)
   set_tests_properties(docs.snippets PROPERTIES LABELS docs)
+  # No control character in the sources, no formula broken by an escape that ate a backslash.
+  add_test(NAME docs.text COMMAND ${SG_DEBIAN_PYTHON} ${PROJECT_SOURCE_DIR}/scripts/check_docs_text.py)
+  set_tests_properties(docs.text PROPERTIES LABELS docs)
   # The outputs check compares trained-model figures exactly, so it depends on the machine's
   # floating-point path (OpenBLAS kernels): opt in with -DSCRATCHGRAD_DOCS_OUTPUTS_TEST=ON, or run
   # `bash scripts/docs_outputs.sh --check` after changing an example.
