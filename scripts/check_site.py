@@ -9,7 +9,9 @@
 2. Every page opened in headless Chromium from file:// (Debian's chromium, driven through the
    DevTools protocol over a pipe: no extra Python package): no console error or warning, no
    uncaught exception, no failed load, every image decoded (naturalWidth > 0), every formula
-   rendered by KaTeX (no .arithmatex element without a .katex inside, no .katex-error).
+   rendered by KaTeX (no .arithmatex element without a .katex inside, no .katex-error). KaTeX runs
+   with throwOnError (docs/javascripts/katex-init.js), so a formula it cannot parse, an undefined
+   command included, stays unrendered and logs a console error: both are reported.
 3. With --screenshots, a full-page PNG of each page, to look at.
 Exits 1 with one line per problem.
 """
