@@ -2,6 +2,7 @@
 #pragma once
 
 #include "autograd/blas.h"
+#include "autograd/cpu_kernels.h"
 #include "autograd/device.h"
 #include "autograd/dtype.h"
 #include "autograd/error.h"

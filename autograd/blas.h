@@ -1,6 +1,6 @@
 // OpenBLAS set-up. Debian's OpenBLAS 0.3.21 does not recognise some recent Xeons and falls back to
-// SSE3 kernels, 5-10x slower. The fix is OPENBLAS_CORETYPE in the environment BEFORE the process
-// starts (OpenBLAS reads it when it loads). See docs/design.md, "OpenBLAS core type".
+// SSE3 kernels, several times slower. The fix is OPENBLAS_CORETYPE in the environment BEFORE the
+// process starts (OpenBLAS reads it when it loads). See docs/design.md, "OpenBLAS core type".
 //
 //   int main(int argc, char** argv) {
 //     sg::ensure_fast_blas(argc, argv);   // first line of every scratchgrad program

@@ -112,15 +112,23 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim = -1);
 // y = x·Wᵀ + b with x [..., in], weight [out, in], bias [out] or undefined: nn::linear's math as
 // one op, the product accumulated onto the bias. dx = g·W, dW = gᵀ·x, db = Σ_rows g
 Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// The same math from matmul and add (nn::linear); fused_linear runs it where the backend has no
+// Linear kernel.
+Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 // ---- attention as one op: ops/attention.cpp ----
 // nn::scaled_dot_product_attention's math (no dropout) for q [B, H, T, Dh], k [B, H, S, Dh],
 // v [B, H, S, Dv] and a bool mask broadcastable to [B, H, T, S] (or undefined): {output
 // [B, H, T, Dv], weights [B, H, T, S]}, both differentiable, in one kernel of the backend's where
-// it has one for these shapes (the CPU's for S, Dh, Dv <= 64); two undefined tensors where it
-// has none, and the caller composes the ops (nn/attention.cpp).
+// it has one for these shapes (the fast CPU backend's for S, Dh, Dv <= 64), attention_composed's
+// where it has none.
 std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                           const Tensor& mask, double scale);
+// The same math from matmul, a scale, masked_softmax (softmax without a mask) and dropout of the
+// weights: {output, weights}. nn::scaled_dot_product_attention runs it.
+std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const Tensor& mask, double scale,
+                                             double dropout_p = 0.0, bool training = false);
 
 // ---- normalisation: ops/normalization.cpp ----
 // Layer norm over the last dims (those of normalized_shape) as one op; nn::layer_norm is the same
@@ -130,6 +138,11 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
 Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape,
                         const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
                         double eps = 1e-5);
+// The same math from mean, sub, mul and rsqrt (nn::layer_norm); fused_layer_norm runs it where
+// the backend has no layer-norm kernel.
+Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape,
+                           const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                           double eps = 1e-5);
 
 // ---- selection and masking: ops/masking.cpp ----
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);  // da = g⊙c, db = g⊙!c

@@ -5,11 +5,12 @@
 namespace sg {
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = backend_for(device).allocate(nbytes);
+  backend_ = &backend_for(device);
+  data_ = backend_->allocate(nbytes);
 }
 
 Storage::~Storage() {
-  if (data_ != nullptr) backend_for(device_).deallocate(data_, nbytes_);
+  if (data_ != nullptr) backend_->deallocate(data_, nbytes_);
 }
 
 }  // namespace sg

@@ -11,6 +11,8 @@
 
 namespace sg {
 
+class Backend;
+
 class Storage {
  public:
   // Allocates `nbytes` on `device` through that device's backend. Contents are uninitialised.
@@ -27,6 +29,7 @@ class Storage {
   void bump_version() { ++version_; }
 
  private:
+  Backend* backend_ = nullptr;  // the backend that allocated data_, which frees it
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "autograd/backend/cpu/cpu_backend.h"  // memory_stats(): what the allocator holds
+#include "autograd/backend/cpu_fast/caching_allocator.h"  // memory_stats(): what it holds
 #include "autograd/profiler.h"
 #include "config.h"
 #include "decoding.h"

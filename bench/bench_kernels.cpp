@@ -215,9 +215,9 @@ void BM_masked_softmax(benchmark::State& state) {
 
 // Attention over heads [B, H, T, Dh] and keys [B, H, S, Dh] (fused_attention, no mask): forward
 // alone, and forward + backward; the tiny model's training heads and a decoding step's.
-// Attention as the models call it (nn::scaled_dot_product_attention: fused_attention where a
-// kernel takes the shapes, else the composed ops), the heads split from [B, L, H·D] rows as
-// MultiheadAttention's projections make them.
+// Attention as the models call it (MultiheadAttention without dropout: fused_attention, the
+// backend's kernel where it takes the shapes, else attention_composed), the heads split from
+// [B, L, H·D] rows as MultiheadAttention's projections make them.
 void BM_attention(benchmark::State& state) {
   const int64_t B = state.range(0), H = state.range(1), T = state.range(2), S = state.range(3);
   const int64_t Dh = state.range(4);
@@ -226,17 +226,17 @@ void BM_attention(benchmark::State& state) {
   sg::Tensor q_rows = sg::randn({B, T, H, Dh}, options), k_rows = sg::randn({B, S, H, Dh}, options);
   sg::Tensor v_rows = sg::randn({B, S, H, Dh}, options), g = sg::randn({B, H, T, Dh});
   auto heads = [](const sg::Tensor& rows) { return rows.transpose(1, 2); };
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
   for (auto _ : state) {
     if (!backward) {
       sg::NoGradGuard no_grad;
-      benchmark::DoNotOptimize(sg::nn::scaled_dot_product_attention(
-          heads(q_rows), heads(k_rows), heads(v_rows), sg::Tensor(), 0.0, false));
+      benchmark::DoNotOptimize(
+          sg::fused_attention(heads(q_rows), heads(k_rows), heads(v_rows), sg::Tensor(), scale));
       continue;
     }
     for (sg::Tensor* t : {&q_rows, &k_rows, &v_rows}) t->set_grad(sg::Tensor());
-    sg::nn::scaled_dot_product_attention(heads(q_rows), heads(k_rows), heads(v_rows), sg::Tensor(),
-                                         0.0, false)
-        .output.backward(g);
+    sg::fused_attention(heads(q_rows), heads(k_rows), heads(v_rows), sg::Tensor(), scale)
+        .first.backward(g);
   }
   // The products' flops (q·kᵀ and P·v forward; dP, dq, dk, dv backward), against gemm's.
   const double flops = 2.0 * double(B * H * T * S * Dh) * (backward ? 6 : 2);

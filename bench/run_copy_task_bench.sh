@@ -3,6 +3,7 @@
 #   bench/run_copy_task_bench.sh                      # build folder "build", 3 repeats, all configs
 #   bench/run_copy_task_bench.sh --build build-perf --repeats 5 --json results.json
 #   bench/run_copy_task_bench.sh --configs "tiny decode" --baseline /tmp/old/build
+#   bench/run_copy_task_bench.sh --repeats 5 --baseline 9af4eec   # a commit: built here first
 #
 # For each repeat, for each config (tiny, annotated, medium training steps; decode = greedy
 # decoding of 100 tiny sequences), it runs bench_copy_task (scratchgrad) and then
@@ -10,8 +11,11 @@
 # this shared machine hits both sides alike. Each process reports its median time per step over
 # its own timed steps and its peak RSS; the table shows, per config, the median over repeats of
 # those medians, the ratio scratchgrad / PyTorch (below 1 = scratchgrad faster), the spread of
-# each round's own ratio (min / median / max), and the ratio of peak RSS. --baseline DIR adds a third program (an older build's bench_copy_task) to every round,
-# for before/after tables. Without PyTorch (no `import torch` for /usr/bin/python3) it says so and
+# each round's own ratio (min / median / max), and the ratio of peak RSS. --baseline adds a third
+# program to every round, for before/after tables: an older build's bench_copy_task (a build
+# folder), or a commit, whose sources are exported (git archive) and built in Release into
+# build-baseline-<commit>/ once (reused by later runs); the table then has a "before" column and
+# the ratio now / before. Without PyTorch (no `import torch` for /usr/bin/python3) it says so and
 # reports scratchgrad alone.
 #
 # Same environment for every side: 2 threads (torch.set_num_threads(2); OpenBLAS 2 threads,
@@ -34,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --configs) configs=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
     --baseline) baseline=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--repeats N] [--configs \"tiny annotated medium decode\"] [--json FILE] [--baseline DIR]" >&2
+    *) echo "usage: $0 [--build DIR] [--repeats N] [--configs \"tiny annotated medium decode\"] [--json FILE] [--baseline DIR|COMMIT]" >&2
        exit 2 ;;
   esac
 done
@@ -43,6 +47,27 @@ sg_bin=$build/bench/bench_copy_task
 if [[ ! -x $sg_bin ]]; then
   echo "run_copy_task_bench: $sg_bin is missing; build it first: ninja -C $build bench_copy_task" >&2
   exit 1
+fi
+# A commit as the baseline: its sources built once into their own folder, in Release like $build.
+if [[ -n $baseline && ! -d $baseline ]]; then
+  if ! commit=$(git rev-parse --verify --quiet "$baseline^{commit}"); then
+    echo "run_copy_task_bench: --baseline $baseline is neither a build folder nor a commit" >&2
+    exit 2
+  fi
+  base_dir=build-baseline-${commit:0:12}
+  if [[ ! -x $base_dir/build/bench/bench_copy_task ]]; then
+    echo "run_copy_task_bench: building the baseline ${commit:0:12} in $base_dir" >&2
+    rm -rf "$base_dir/src"
+    mkdir -p "$base_dir/src"
+    git archive "$commit" | tar -x -C "$base_dir/src"
+    launcher=()
+    if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+    cmake -S "$base_dir/src" -B "$base_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DSCRATCHGRAD_CUDA=OFF -DSCRATCHGRAD_BUILD_TESTS=OFF -DSCRATCHGRAD_BUILD_EXAMPLES=OFF \
+      -DSCRATCHGRAD_BUILD_BENCH=ON "${launcher[@]}" >/dev/null
+    cmake --build "$base_dir/build" --target bench_copy_task >/dev/null
+  fi
+  baseline=$base_dir/build
 fi
 if [[ -n $baseline && ! -x $baseline/bench/bench_copy_task ]]; then
   echo "run_copy_task_bench: $baseline/bench/bench_copy_task is missing" >&2
@@ -123,6 +148,7 @@ def spread(ratios):
             if ratios else "n/a")
 if any("baseline" in r for r in rows):
     head[1:1] = ["before"]
+    head[3:3] = ["now/before"]
 print("| " + " | ".join(head) + " |")
 print("|" + "---|" * len(head))
 for r in rows:
@@ -130,7 +156,11 @@ for r in rows:
     cells = [r["what"]]
     if "baseline" in r:
         cells.append(ms(r["baseline"]["median_ms"]))
-    cells += [ms(sg["median_ms"]), ms(pt["median_ms"]) if pt else "n/a",
+    cells.append(ms(sg["median_ms"]))
+    if "baseline" in r:
+        r["time_ratio_to_baseline"] = sg["median_ms"] / r["baseline"]["median_ms"]
+        cells.append(f"{r['time_ratio_to_baseline']:.2f}x")
+    cells += [ms(pt["median_ms"]) if pt else "n/a",
               f"**{r['time_ratio']:.2f}x**" if pt else "n/a", spread(r.get("round_ratios", [])),
               f"{sg['peak_rss_mib']:.0f} MiB",
               f"{pt['peak_rss_mib']:.0f} MiB" if pt else "n/a",

@@ -39,28 +39,8 @@ AttentionOutput scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   // Dividing by √Dh keeps the variance of a score near 1 whatever the head size, so the softmax
   // does not saturate. Dh is q's last dim: the size of ONE head, not d_model.
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  // Without dropout, the whole computation below is one op where the backend has a kernel for
-  // it (sg::fused_attention: the CPU's for up to 64 keys and head dims); the same math.
-  if (dropout_p == 0.0 || !training) {
-    auto [fused_output, fused_weights] = fused_attention(q, k, v, mask, scale);
-    if (fused_output.defined()) return {fused_output, fused_weights};
-  }
-  // Scaling q rather than the scores: q [..., T, Dh] is no bigger than the scores [..., T, S],
-  // and the product comes out contiguous, so the batched matmuls below (and their backward)
-  // read q in place instead of copying the per-head view. k and v likewise, once.
-  Tensor scores = matmul(q * scale, k.contiguous().transpose(-2, -1));  // [..., T, S]
-  if (mask.defined()) {
-    SG_CHECK(broadcasts_to(mask.shape(), scores.shape()),
-             "scaled_dot_product_attention: mask of shape {} cannot be broadcast to the scores' "
-             "shape {} ([..., T, S])",
-             mask.shape(), scores.shape());
-  }
-  // Over the keys: each query's row sums to 1. masked_softmax gives blocked keys weight exactly 0
-  // and a query whose keys are ALL blocked a row of zeros (so its output is 0 and no gradient
-  // flows), where masking the scores with -inf would give 0/0 = NaN.
-  Tensor weights = mask.defined() ? masked_softmax(scores, mask, -1) : softmax(scores, -1);
-  Tensor dropped = dropout(weights, dropout_p, training);
-  return {matmul(dropped, v.contiguous()), weights};
+  auto [output, weights] = attention_composed(q, k, v, mask, scale, dropout_p, training);
+  return {output, weights};
 }
 
 Tensor make_padding_mask(const Tensor& tokens, int64_t pad) {

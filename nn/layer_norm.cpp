@@ -22,23 +22,8 @@ std::string LayerNorm::extra_repr() const {
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
-  const int64_t k = static_cast<int64_t>(normalized_shape.size());
-  bool matches = x.dim() >= k;
-  for (int64_t i = 0; matches && i < k; ++i)
-    matches = x.size(x.dim() - k + i) == normalized_shape[i];
-  SG_CHECK(matches, "layer_norm: input of shape {} does not end with normalized_shape {}",
-           x.shape(), normalized_shape);
-  std::vector<int64_t> dims;
-  for (int64_t i = 0; i < k; ++i) dims.push_back(x.dim() - k + i);
-  // Composed from primitives, so autograd derives the backward; the biased variance (divide by n,
-  // not n - 1) is what LayerNorm uses.
-  Tensor mean = x.mean(dims, /*keepdim=*/true);
-  Tensor centered = x - mean;
-  Tensor var = (centered * centered).mean(dims, /*keepdim=*/true);
-  Tensor y = centered * (var + eps).rsqrt();
-  if (weight.defined()) y = y * weight;
-  if (bias.defined()) y = y + bias;
-  return y;
+  // mean, sub, mul and rsqrt (autograd/ops/normalization.cpp)
+  return layer_norm_composed(x, normalized_shape, weight, bias, eps);
 }
 
 }  // namespace sg::nn

@@ -33,9 +33,7 @@ std::string Linear::extra_repr() const {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  // x Wᵀ: the transposed weight is a view, and BLAS reads it without a copy.
-  Tensor y = matmul(x, weight.t());
-  return bias.defined() ? y + bias : y;
+  return linear_composed(x, weight, bias);  // matmul and add (autograd/ops/linear.cpp)
 }
 
 }  // namespace sg::nn

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "autograd/backend/kernel_names.h"
+#include "autograd/cpu_kernels.h"
 #include "autograd/tensor.h"
 
 namespace sg {
@@ -48,8 +49,9 @@ class Backend {
 
   // ---- reductions ----
   // x is [outer..., reduced...]: its last `reduced_dims` dims are reduced into out (contiguous,
-  // the outer shape). For Max/Min with reduced_dims == 1, `indices` (int64, like out, or
-  // undefined) receives the position of the first extreme value.
+  // the outer shape); for Max/Min none of them is empty (the op checks). For Max/Min with
+  // reduced_dims == 1, `indices` (int64, like out, or undefined) receives the position of the first
+  // extreme value.
   virtual void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
                       const Tensor& indices) = 0;
 
@@ -170,8 +172,13 @@ class Backend {
   }
 };
 
-// The backend that owns memory on `device`. Throws a clear error for a device this build or this
-// machine cannot use (e.g. "scratchgrad was built without CUDA").
+// The backend that owns memory on `device`: for the CPU, the one cpu_kernels() names. Throws a
+// clear error for a device this build or this machine cannot use (e.g. "scratchgrad was built
+// without CUDA").
 Backend& backend_for(Device device);
+
+// One CPU backend whatever cpu_kernels() says: tests comparing the two, and a fast kernel's own
+// tests, name theirs.
+Backend& cpu_backend(CpuKernels kernels);
 
 }  // namespace sg

@@ -1,6 +1,7 @@
-// fused_attention: scaled-dot-product attention (no dropout) as one op, where the backend has a
-// kernel for it. nn::scaled_dot_product_attention (nn/attention.cpp) composes the same math from
-// matmul, masked_softmax and a scale, the version chapter 8 reads, and calls this first.
+// attention_composed: scaled-dot-product attention from matmul, a scale, masked_softmax and
+// dropout, the version to read first (nn::scaled_dot_product_attention runs it), and
+// fused_attention: the same math (no dropout) as one op where the backend has a kernel for it
+// (the fast CPU backend's), attention_composed where it has none.
 //   forward   P = masked_softmax(scale · q·kᵀ), out = P·v              (P: the weights)
 //   backward  dv = Pᵀ·g, dP = g·vᵀ, dS = scale · P ∘ (dP - Σ_s P ∘ dP), dq = dS·k, dk = dSᵀ·q
 // The weights are an output too (MultiheadAttention returns them); a loss that uses them sends
@@ -23,12 +24,33 @@ std::pair<Tensor, Tensor> scores_backward(const Tensor& p, const Tensor& dp, con
 
 }  // namespace
 
+std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const Tensor& mask, double scale, double dropout_p,
+                                             bool training) {
+  // Scaling q rather than the scores: q [..., T, Dh] is no bigger than the scores [..., T, S],
+  // and the product comes out contiguous, so the batched matmuls below (and their backward)
+  // read q in place instead of copying the per-head view. k and v likewise, once.
+  Tensor scores = matmul(q * scale, k.contiguous().transpose(-2, -1));  // [..., T, S]
+  if (mask.defined()) {
+    SG_CHECK(broadcasts_to(mask.shape(), scores.shape()),
+             "scaled_dot_product_attention: mask of shape {} cannot be broadcast to the scores' "
+             "shape {} ([..., T, S])",
+             mask.shape(), scores.shape());
+  }
+  // Over the keys: each query's row sums to 1. masked_softmax gives blocked keys weight exactly 0
+  // and a query whose keys are ALL blocked a row of zeros (so its output is 0 and no gradient
+  // flows), where masking the scores with -inf would give 0/0 = NaN.
+  Tensor weights = mask.defined() ? masked_softmax(scores, mask, -1) : softmax(scores, -1);
+  Tensor dropped = dropout(weights, dropout_p, training);
+  return {matmul(dropped, v.contiguous()), weights};
+}
+
 std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                           const Tensor& mask, double scale) {
   SG_PROFILE_OP("fused_attention");
   if (!q.defined() || !k.defined() || !v.defined() || q.dim() != 4 || k.dim() != 4 ||
       v.dim() != 4) {
-    return {};
+    return attention_composed(q, k, v, mask, scale);
   }
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);
   const int64_t S = k.size(2), Dv = v.size(3);
@@ -40,30 +62,29 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
   if (!same_heads || !same_kind ||
       (mask.defined() && (mask.dtype() != kBool || mask.device() != q.device() ||
                           !broadcasts_to(mask.shape(), scores_shape)))) {
-    return {};  // the composition checks and reports these
+    return attention_composed(q, k, v, mask, scale);  // it checks and reports these
   }
   const Tensor m = mask.defined() ? detail::broadcast_view(mask.detach(), scores_shape) : Tensor();
   Tensor out = empty({B, T, H, Dv}, q.options()).transpose(1, 2);
   Tensor weights = empty(scores_shape, q.options());
   if (!backend_for(q.device())
            .attention(q.detach(), k.detach(), v.detach(), m, scale, out, weights)) {
-    return {};
+    return attention_composed(q, k, v, mask, scale);
   }
   const Tensor p = weights.detach();  // the weights' values, without the node recorded below
-  out = record(
-      "fused_attention", out, {q, k, v},
-      [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p), scale, B,
-       H, T, S, Dh, Dv](const Tensor& g) {
-        const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
-        Tensor dq = empty({B, T, H, Dh}, g.options()).transpose(1, 2);
-        Tensor dk = empty({B, S, H, Dh}, g.options()).transpose(1, 2);
-        Tensor dv = empty({B, S, H, Dv}, g.options()).transpose(1, 2);
-        if (!backend_for(g.device()).attention_backward(g, q_, k_, v_, p_, scale, dq, dk, dv)) {
-          dv = matmul(p_.transpose(-2, -1), g);
-          std::tie(dq, dk) = scores_backward(p_, matmul(g, v_.transpose(-2, -1)), q_, k_, scale);
-        }
-        return Grads{dq, dk, dv};
-      });
+  out =
+      record("fused_attention", out, {q, k, v},
+             [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
+              scale, B, H, T, S, Dh, Dv](const Tensor& g) {
+               const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
+               Tensor dq = empty({B, T, H, Dh}, g.options()).transpose(1, 2);
+               Tensor dk = empty({B, S, H, Dh}, g.options()).transpose(1, 2);
+               Tensor dv = empty({B, S, H, Dv}, g.options()).transpose(1, 2);
+               const bool done =
+                   backend_for(g.device()).attention_backward(g, q_, k_, v_, p_, scale, dq, dk, dv);
+               SG_CHECK(done, "fused_attention: the backend ran the forward but not the backward");
+               return Grads{dq, dk, dv};
+             });
   weights = record(
       "fused_attention_weights", weights, {q, k},
       [sq = SavedTensor(q), sk = SavedTensor(k), sp = SavedTensor(p), scale](const Tensor& g) {

@@ -14,9 +14,9 @@
 // does not get a smaller loss; with no such rows the mean is 0 / 0 = NaN, as in PyTorch. That
 // count is a 0-d tensor on the logits' device, and on a GPU the targets are checked by the gather
 // kernel (Note [Index checks on the device] in ops/indexing.cpp): the loss never waits for the GPU.
-// Where the backend has a kernel for the rows (the CPU's, float32: backend/cpu/cross_entropy.cpp)
-// each direction is one pass over them; elsewhere (float64, the GPU) the code below composes the
-// same math from the backend's softmax, gather and scatter_add.
+// Where the backend has a kernel for the rows (the CPU's, float32:
+// backend/cpu_fast/cross_entropy.cpp) each direction is one pass over them; elsewhere (float64, the
+// GPU) the code below composes the same math from the backend's softmax, gather and scatter_add.
 // nn/loss.cpp has the same loss composed from primitives (cross_entropy_composed), which the tests
 // compare with this one, values and gradients.
 #include "autograd/ops/internal.h"

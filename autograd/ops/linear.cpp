@@ -1,17 +1,11 @@
 // fused_linear: y = x·Wᵀ + b as one op (torch.nn.functional.linear), the layer every Transformer
-// block runs six to ten times.
-//
-// nn::linear (nn/linear.cpp) is the same math composed from matmul and add, the version chapter 5
-// reads; the tests check the two agree. Fused, the bias costs no pass of its own: it is copied
-// into the output first, and the product is accumulated onto it (BLAS's beta = 1), where the
-// composition writes the product, then reads it back to add the bias into a second tensor. A
-// backend may do the whole layer, forward or backward, in one job of its own (Backend::linear
-// and linear_backward: the CPU's for layers of at most 64 features, backend/cpu/linear.cpp, where
-// the bias is where the sums start); where it does not, the layer is composed as below.
-// Backward, with x [rows, in] (batch dims flattened), W [out, in], g = dL/dy [rows, out]:
-//   dx = g·W          [rows, in]
-//   dW = gᵀ·x         [out, in]   (contiguous, like W: no transpose to undo)
-//   db = Σ_rows g     [out]
+// block runs six to ten times, and linear_composed, the same math from matmul and add: the version
+// to read first, and the one that runs where the backend has no Linear kernel (the reference CPU
+// backend, CUDA). A backend's kernel (Backend::linear and linear_backward; the fast CPU backend's
+// in backend/cpu_fast/linear.cpp) does the whole layer, forward or backward, in one job; the op
+// then records one node whose backward is the backend's too:
+//   dx = g·W  [rows, in],   dW = gᵀ·x  [out, in],   db = Σ_rows g  [out]
+// (x [rows, in] with its batch dims flattened, W [out, in], g = dL/dy [rows, out]).
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -41,10 +35,16 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 }  // namespace
 
+Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  // x Wᵀ: the transposed weight is a view, and BLAS reads it without a copy.
+  Tensor y = matmul(x, weight.t());
+  return bias.defined() ? y + bias : y;
+}
+
 Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   SG_PROFILE_OP("fused_linear");
   check_linear(x, weight, bias);
-  if (!bias.defined()) return matmul(x, weight.t());  // nothing to fuse
+  if (!bias.defined()) return linear_composed(x, weight, bias);  // one product: nothing to fuse
 
   const int64_t in = weight.size(1), out_features = weight.size(0);
   Shape out_shape(x.shape().begin(), x.shape().end() - 1);
@@ -55,11 +55,7 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const Tensor x_rows = x.detach().reshape({n_rows, in});  // a view unless x's rows are scattered
   const Tensor out_rows = out.view({n_rows, out_features});
   if (!backend.linear(x_rows, weight.detach(), bias.detach(), out_rows)) {
-    // Every row of the output starts as the bias...
-    backend.copy(detail::broadcast_view(bias.detach(), out_shape), out);
-    // ...and the product x·Wᵀ is added onto it: one gemm over all rows, [1, rows, in]·[1, in, out].
-    backend.gemm(x_rows.unsqueeze(0), weight.detach().t().unsqueeze(0), out_rows.unsqueeze(0),
-                 /*accumulate=*/true);
+    return linear_composed(x, weight, bias);
   }
 
   const bool need_dx = x.requires_grad(), need_dw = weight.requires_grad();
@@ -74,12 +70,9 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                   Tensor dx = need_dx ? empty({n_rows, in}, g.options()) : Tensor();
                   Tensor dw = need_dw ? empty({out_features, in}, g.options()) : Tensor();
                   Tensor db = need_db ? empty({out_features}, g.options()) : Tensor();
-                  if (!backend_for(g.device()).linear_backward(g_rows, x_, w_, dx, dw, db)) {
-                    dx = dw = db = Tensor();  // not held while the composition makes its own
-                    if (need_dx) dx = matmul(g_rows, w_);      // [rows, in]
-                    if (need_dw) dw = matmul(g_rows.t(), x_);  // [out, in]
-                    if (need_db) db = g_rows.sum({0});         // [out]
-                  }
+                  const bool done =
+                      backend_for(g.device()).linear_backward(g_rows, x_, w_, dx, dw, db);
+                  SG_CHECK(done, "fused_linear: the backend ran the forward but not the backward");
                   return Grads{need_dx ? dx.view(x_shape) : Tensor(), dw, db};
                 });
 }

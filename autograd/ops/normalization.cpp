@@ -1,28 +1,19 @@
-// fused_layer_norm: layer normalisation as one op with its own backward (nn::LayerNorm runs it).
-//
-// nn::layer_norm composes the same math from mean, sub, mul and rsqrt, and autograd derives its
-// backward through a dozen nodes; that is the version to read first (nn/layer_norm.cpp). Here the
-// backward is written out, for a row x of D values, x̂ = (x - mean) · rstd and ĝ = g · weight:
+// fused_layer_norm: layer normalisation as one op with its own backward (nn::LayerNorm runs it),
+// and layer_norm_composed, the same math from mean, sub, mul and rsqrt, whose backward autograd
+// derives through a dozen nodes: the version to read first, and the one that runs where the
+// backend has no layer-norm kernel (the reference CPU backend). A backend's kernels
+// (Backend::layer_norm, layer_norm_backward) do each direction in two passes; the backward they
+// write out is, for a row x of D values, x̂ = (x - mean) · rstd and ĝ = g · weight:
 //   dx      = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂))
 //   dweight = Σ_rows g · x̂,   dbias = Σ_rows g
-// (the two mean terms are what flows back through the mean and the variance). A backend with the
-// fused kernels does each direction in two passes; others run the formulas below with ops.
+// (the two mean terms are what flows back through the mean and the variance).
 #include "autograd/ops/internal.h"
 
 namespace sg {
 
 namespace {
 
-// x [rows, D] with mean, rstd [rows, 1] -> x̂, composed (for backends without the fused kernels).
-Tensor normalized(const Tensor& x, const Tensor& mean, const Tensor& rstd) {
-  return (x - mean) * rstd;
-}
-
-}  // namespace
-
-Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                        const Tensor& bias, double eps) {
-  SG_PROFILE_OP("fused_layer_norm");
+void check_layer_norm(const Tensor& x, const Shape& normalized_shape) {
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   bool matches = x.dim() >= k && k > 0;
   for (int64_t i = 0; matches && i < k; ++i) {
@@ -31,6 +22,31 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Te
   SG_CHECK(matches, "layer_norm: input of shape {} does not end with normalized_shape {}",
            x.shape(), normalized_shape);
   SG_CHECK(x.is_floating_point(), "layer_norm: expected a floating point input, got {}", x.dtype());
+}
+
+}  // namespace
+
+Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                           const Tensor& bias, double eps) {
+  check_layer_norm(x, normalized_shape);
+  std::vector<int64_t> dims;
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  for (int64_t i = 0; i < k; ++i) dims.push_back(x.dim() - k + i);
+  // Composed from primitives, so autograd derives the backward; the biased variance (divide by n,
+  // not n - 1) is what LayerNorm uses.
+  Tensor mean = x.mean(dims, /*keepdim=*/true);
+  Tensor centered = x - mean;
+  Tensor var = (centered * centered).mean(dims, /*keepdim=*/true);
+  Tensor y = centered * (var + eps).rsqrt();
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
+                        const Tensor& bias, double eps) {
+  SG_PROFILE_OP("fused_layer_norm");
+  check_layer_norm(x, normalized_shape);
   for (const Tensor* p : {&weight, &bias}) {
     SG_CHECK(!p->defined() || (p->shape() == normalized_shape && p->dtype() == x.dtype()),
              "layer_norm: weight and bias must be {} of shape {}, got {} of shape {}", x.dtype(),
@@ -47,13 +63,7 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Te
   Tensor out = empty({rows, D}, x.options());
   Tensor mean = empty({rows, 1}, x.options()), rstd = empty({rows, 1}, x.options());
   if (!backend.layer_norm(x2, w, b, eps, out, mean, rstd)) {
-    NoGradGuard no_grad;
-    mean = x2.mean({1}, /*keepdim=*/true);
-    Tensor centered = x2 - mean;
-    rstd = ((centered * centered).mean({1}, /*keepdim=*/true) + eps).rsqrt();
-    out = centered * rstd;
-    if (w.defined()) out = out * w;
-    if (b.defined()) out = out + b;
+    return layer_norm_composed(x, normalized_shape, weight, bias, eps);
   }
   out = out.view(x.shape());
 
@@ -70,15 +80,9 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Te
         Tensor dx = need_x ? empty({rows_, D_}, g.options()) : Tensor();
         Tensor dw = need_w ? empty({D_}, g.options()) : Tensor();
         Tensor db = need_b ? empty({D_}, g.options()) : Tensor();
-        if (!backend_for(g.device()).layer_norm_backward(g2, x_, mean_, rstd_, w_, dx, dw, db)) {
-          const Tensor xhat = normalized(x_, mean_, rstd_);
-          const Tensor ghat = w_.defined() ? g2 * w_ : g2;
-          if (need_x) {
-            dx = rstd_ * (ghat - ghat.mean({1}, true) - xhat * (ghat * xhat).mean({1}, true));
-          }
-          if (need_w) dw = (g2 * xhat).sum({0});
-          if (need_b) db = g2.sum({0});
-        }
+        const bool done =
+            backend_for(g.device()).layer_norm_backward(g2, x_, mean_, rstd_, w_, dx, dw, db);
+        SG_CHECK(done, "layer_norm: the backend ran the forward but not the backward");
         return Grads{need_x ? dx.view(x_shape) : Tensor(), need_w ? dw.view(w_shape) : Tensor(),
                      need_b ? db.view(w_shape) : Tensor()};
       });

@@ -87,10 +87,15 @@ void write_metrics(const std::string& path, const nlohmann::json& j) {
 }
 
 int run_train(const Config& config, const TrainOptions& options) {
+  // Which kernels run: the device, and on the CPU the reference or the fast backend.
+  const std::string backend =
+      options.device == "cpu"
+          ? fmt::format("cpu, {} kernels", sg::cpu_kernels_name(sg::cpu_kernels()))
+          : options.device;
   fmt::print(
-      "training {} on '{}': {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, {} "
+      "training {} on '{}' ({}): {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, {} "
       "steps\n",
-      config.preset, task_name(config.task), config.layers, config.d_model, config.heads,
+      config.preset, task_name(config.task), backend, config.layers, config.d_model, config.heads,
       config.d_ff, config.length, config.batch, config.steps);
   std::fflush(stdout);  // before the progress output on stderr
   TrainSummary s = train(config, options);
@@ -201,6 +206,7 @@ int main(int argc, char** argv) {
   Overrides overrides;
   TrainOptions options;
   int threads = 2;
+  std::string kernels;  // empty: SCRATCHGRAD_KERNELS, else fast
   train_cmd->add_option("--preset", preset, "tiny | annotated | medium")
       ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
   overrides.add_to(*train_cmd);
@@ -214,6 +220,13 @@ int main(int argc, char** argv) {
                         "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
                         "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
   train_cmd->add_option("--threads", threads, "BLAS threads")->check(CLI::Range(1, 256));
+  // The CPU kernels: the reference backend (the code the chapters show) or the fast one.
+  const auto add_kernels_option = [&](CLI::App* cmd) {
+    cmd->add_option("--kernels", kernels,
+                    "CPU kernels: reference | fast (default: SCRATCHGRAD_KERNELS, else fast)")
+        ->check(CLI::IsMember({"reference", "fast"}));
+  };
+  add_kernels_option(train_cmd);
 
   CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
   std::string checkpoint;
@@ -225,6 +238,7 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--samples", samples, "sequences to decode")->check(CLI::Range(1, 10000000));
   eval_cmd->add_option("--seed", eval_seed, "seed of the fresh sequences");
   eval_cmd->add_option("--metrics-json", eval_metrics, "write the metrics here");
+  add_kernels_option(eval_cmd);
 
   CLI::App* decode_cmd =
       app.add_subcommand("decode", "decode sequences given as arguments or on stdin");
@@ -237,6 +251,7 @@ int main(int argc, char** argv) {
                          "token ids, e.g. \"1 4 2 9\" (start symbol optional)");
   decode_cmd->add_flag("--no-cache", no_cache, "recompute the whole prefix at every step");
   decode_cmd->add_option("--beam", beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
+  add_kernels_option(decode_cmd);
 
   try {
     app.parse(argc, argv);
@@ -244,6 +259,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    // A bad SCRATCHGRAD_KERNELS is reported here, like any other bad option.
+    sg::set_cpu_kernels(kernels.empty() ? sg::cpu_kernels() : sg::parse_cpu_kernels(kernels));
     if (*train_cmd) {
       sg::set_blas_threads(threads);
       Config config = Config::preset_named(preset);

@@ -1,13 +1,14 @@
 // Tests for fused_attention and the CPU's kernels: short sequences in registers
-// (backend/cpu/short_attention.cpp) and up to 64 keys through narrow_gemm
-// (backend/cpu/gemm_attention.cpp). Output, weights and the gradients of q, k and v (through the
-// output and through the weights) against the composed attention in float64
+// (backend/cpu_fast/short_attention.cpp) and up to 64 keys through narrow_gemm
+// (backend/cpu_fast/gemm_attention.cpp). Output, weights and the gradients of q, k and v (through
+// the output and through the weights) against the composed attention in float64
 // (nn::scaled_dot_product_attention, which composes the ops for float64), with no mask, padding
 // and causal masks, a query with every key masked, queries and keys of different lengths, head
 // views split from [B, T, H·Dh] rows, and the sizes at the kernels' limits; and the cases they
 // leave to the composition.
 #include <utility>
 
+#include "autograd/backend/backend.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
 #include "tests/support/testing.h"
@@ -36,7 +37,8 @@ void check_against_composition(const Case& c) {
   Tensor qf = q.clone().requires_grad_(true), kf = k.clone().requires_grad_(true),
          vf = v.clone().requires_grad_(true);
   auto [out, weights] = fused_attention(qf, kf, vf, c.mask, scale);
-  ASSERT_TRUE(out.defined()) << "the kernel did not take these shapes";
+  ASSERT_TRUE(out.grad_fn() && out.grad_fn()->name() == "fused_attention")
+      << "the kernel did not take these shapes";
   ((out * g_out).sum() + (weights * g_weights).sum()).backward();
 
   // The composition in float64, with its scale 1/√Dh turned into `scale` through q.
@@ -54,14 +56,20 @@ void check_against_composition(const Case& c) {
   EXPECT_TRUE(testing::tensors_near(vf.grad().to(kFloat64), vd.grad(), 1e-5, 1e-4)) << "dv";
 }
 
-#define SG_SKIP_WITHOUT_SHORT_ATTENTION()                                                       \
-  if (!fused_attention(randn({1, 1, 2, 2}), randn({1, 1, 2, 2}), randn({1, 1, 2, 2}), Tensor(), \
-                       1.0)                                                                     \
-           .first.defined())                                                                    \
-  GTEST_SKIP() << "no fused attention kernel here (the CPU's needs AVX-512); "                  \
+// Whether the fast backend's attention kernels take q, k, v (no mask, scale 1).
+bool kernel_takes(const Tensor& q, const Tensor& k, const Tensor& v) {
+  Tensor out = empty({q.size(0), q.size(1), q.size(2), v.size(3)}, q.options());
+  Tensor weights = empty({q.size(0), q.size(1), q.size(2), k.size(2)}, q.options());
+  return cpu_backend(CpuKernels::Fast).attention(q, k, v, Tensor(), 1.0, out, weights);
+}
+
+#define SG_SKIP_WITHOUT_SHORT_ATTENTION()                                           \
+  if (!kernel_takes(randn({1, 1, 2, 2}), randn({1, 1, 2, 2}), randn({1, 1, 2, 2}))) \
+  GTEST_SKIP() << "no fused attention kernel here (the CPU's needs AVX-512); "      \
                   "scaled_dot_product_attention composes the ops"
 
 TEST(AttentionFused, MatchesTheCompositionWithoutAMask) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_SHORT_ATTENTION();
   manual_seed(1);
   check_against_composition({2, 3, 10, 10, 8, 8, Tensor()});
@@ -70,6 +78,7 @@ TEST(AttentionFused, MatchesTheCompositionWithoutAMask) {
 }
 
 TEST(AttentionFused, MatchesTheCompositionWithPaddingAndCausalMasks) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_SHORT_ATTENTION();
   manual_seed(2);
   // Padding: batch 0 keeps 7 of 11 keys, batch 1 all of them; [B, 1, 1, S].
@@ -98,6 +107,7 @@ void expect_a_blind_query_gets_zeros(int64_t T, int64_t blind) {
 }
 
 TEST(AttentionFused, AQueryWithEveryKeyMaskedGetsZeros) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_SHORT_ATTENTION();
   manual_seed(3);
   expect_a_blind_query_gets_zeros(5, 3);
@@ -106,6 +116,7 @@ TEST(AttentionFused, AQueryWithEveryKeyMaskedGetsZeros) {
 // Up to 4 queries take the forward with the keys in the lanes (decoding's one new position): the
 // same answers, with every mask shape a decoder step uses.
 TEST(AttentionFused, AFewQueriesMatchTheComposition) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_SHORT_ATTENTION();
   manual_seed(4);
   const Tensor lengths = tensor({7.0, 11.0}).view({2, 1});
@@ -123,6 +134,7 @@ TEST(AttentionFused, AFewQueriesMatchTheComposition) {
 
 // The output comes in [B, T, H, Dv] order: merging the heads back is a view.
 TEST(AttentionFused, MergingTheHeadsOfTheOutputIsAView) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_SHORT_ATTENTION();
   auto [out, weights] = fused_attention(randn({2, 4, 10, 8}), randn({2, 4, 10, 8}),
                                         randn({2, 4, 10, 8}), Tensor(), 0.35);
@@ -133,6 +145,7 @@ TEST(AttentionFused, MergingTheHeadsOfTheOutputIsAView) {
 // Past 16, up to 64 keys and heads of up to 64 go through narrow_gemm, any number of queries:
 // the medium model's 64 x 64 heads of 32 and the annotated model's 10 x 11 heads of 64.
 TEST(AttentionFused, UpTo64KeysAndWideHeadsMatchTheComposition) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_SHORT_ATTENTION();
   manual_seed(5);
   const Tensor lengths = tensor({50.0, 64.0}).view({2, 1});
@@ -149,25 +162,26 @@ TEST(AttentionFused, UpTo64KeysAndWideHeadsMatchTheComposition) {
 }
 
 TEST(AttentionFused, LongerSequencesFloat64AndMismatchesAreLeftToTheComposition) {
-  EXPECT_FALSE(fused_attention(randn({1, 1, 65, 8}), randn({1, 1, 65, 8}), randn({1, 1, 65, 8}),
-                               Tensor(), 1.0)
-                   .first.defined());  // 65 keys
-  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 65}), randn({1, 1, 4, 65}), randn({1, 1, 4, 8}),
-                               Tensor(), 1.0)
-                   .first.defined());  // heads of 65
-  EXPECT_FALSE(
-      fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 4, 8}), randn({1, 1, 4, 65}), Tensor(), 1.0)
-          .first.defined());  // values of 65
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast backend's kernels
+  EXPECT_FALSE(kernel_takes(randn({1, 1, 65, 8}), randn({1, 1, 65, 8}), randn({1, 1, 65, 8})));
+  EXPECT_FALSE(kernel_takes(randn({1, 1, 4, 65}), randn({1, 1, 4, 65}), randn({1, 1, 4, 8})));
+  EXPECT_FALSE(kernel_takes(randn({1, 1, 4, 8}), randn({1, 1, 4, 8}), randn({1, 1, 4, 65})));
   const TensorOptions f64(kFloat64);
-  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 8}, f64), randn({1, 1, 4, 8}, f64),
-                               randn({1, 1, 4, 8}, f64), Tensor(), 1.0)
-                   .first.defined());
   EXPECT_FALSE(
-      fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 5, 8}), randn({1, 1, 4, 8}), Tensor(), 1.0)
-          .first.defined());  // 5 keys, 4 values: the composition reports it
-  EXPECT_FALSE(fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 5, 8}), randn({1, 1, 5, 8}),
-                               ones({1, 1, 4, 4}, TensorOptions(kBool)), 1.0)
-                   .first.defined());  // a mask that does not broadcast
+      kernel_takes(randn({1, 1, 4, 8}, f64), randn({1, 1, 4, 8}, f64), randn({1, 1, 4, 8}, f64)));
+  // Where the kernel does not take them, fused_attention is the composition: the same values.
+  const Tensor q = randn({1, 2, 65, 8}), k = randn({1, 2, 65, 8}), v = randn({1, 2, 65, 8});
+  auto [out, weights] = fused_attention(q, k, v, Tensor(), 0.5);
+  auto [ref_out, ref_weights] = attention_composed(q, k, v, Tensor(), 0.5);
+  EXPECT_TRUE(testing::tensors_near(out, ref_out, 0, 0)) << "65 keys";
+  EXPECT_TRUE(testing::tensors_near(weights, ref_weights, 0, 0)) << "65 keys";
+  // Mismatches: the composition reports them.
+  EXPECT_THROW(
+      fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 5, 8}), randn({1, 1, 4, 8}), Tensor(), 1.0),
+      Error);  // 5 keys, 4 values
+  EXPECT_THROW(fused_attention(randn({1, 1, 4, 8}), randn({1, 1, 5, 8}), randn({1, 1, 5, 8}),
+                               ones({1, 1, 4, 4}, TensorOptions(kBool)), 1.0),
+               Error);  // a mask that does not broadcast
 }
 
 }  // namespace

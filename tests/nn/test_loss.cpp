@@ -86,7 +86,7 @@ TEST(CrossEntropyFused, MatchesComposedValuesAndGradients) {
   }
 }
 
-// float32 takes the CPU's kernel (backend/cpu/cross_entropy.cpp), float64 the composition of
+// float32 takes the CPU's kernel (backend/cpu_fast/cross_entropy.cpp), float64 the composition of
 // ops/cross_entropy.cpp: the two agree, values and gradients, for every reduction, with padding
 // and label smoothing, rows short and long, a [B, T, V] input and a transposed view.
 TEST(CrossEntropyFused, Float32MatchesTheFloat64Composition) {

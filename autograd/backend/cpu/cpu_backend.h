@@ -1,75 +1,43 @@
-// The CPU backend: the reference implementation of every kernel (OpenBLAS for gemm). The kernels
-// live one family per file (elementwise.cpp, reduce.cpp, gemm.cpp, softmax.cpp, indexing.cpp,
-// and the fused layer_norm.cpp and adam.cpp),
-// named like their CUDA twins in backend/cuda/.
+// The reference CPU backend: every required kernel of backend.h as plain loops, and one
+// cblas_?gemm call per matrix product. It implements none of the optional fused kernels, so the
+// ops run their composed versions (the contract the CUDA backend has too). One kernel family per
+// file, each defining the member functions below: elementwise.cpp (fill, copy, where), unary.cpp,
+// binary.cpp, uniform.cpp, reduce.cpp, gemm.cpp, softmax.cpp, indexing.cpp, and cpu_backend.cpp
+// (memory). The fast backend (backend/cpu_fast/) derives from this class and overrides what it
+// speeds up; SCRATCHGRAD_KERNELS=reference|fast picks one (autograd/cpu_kernels.h).
 #pragma once
 
 #include "autograd/backend/backend.h"
 
-namespace sg {
+namespace sg::cpu {
 
-Backend& cpu_backend();
+class CpuBackend : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
 
-namespace cpu {
-// Frees the blocks the CPU allocator keeps for reuse (backend/cpu/cpu_backend.cpp).
-void release_cached_memory();
-struct MemoryStats {
-  size_t live_bytes, peak_live_bytes, cached_bytes;  // tensors' memory now, at most, kept for reuse
+  void* allocate(size_t nbytes) override;
+  void deallocate(void* ptr, size_t nbytes) override;
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes) override;
+
+  void fill(const Tensor& out, double value) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) override;
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void uniform(const Tensor& out, uint64_t state) override;
+  void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+              const Tensor& indices) override;
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
+  void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
+                        const Tensor& out) override;
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                    std::string_view op) override;
+  void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+              std::string_view op) override;
+  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
 };
-MemoryStats memory_stats();
 
-void fill(const Tensor& out, double value);
-void copy(const Tensor& src, const Tensor& dst);
-void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta);
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
-void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out);
-void uniform(const Tensor& out, uint64_t state);
-void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
-            const Tensor& indices);
-void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate);
-void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out);
-void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
-                      const Tensor& out);
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-                  std::string_view op);
-void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-            std::string_view op);
-void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-// The optional fused kernels of backend.h (softmax.cpp, layer_norm.cpp, linear.cpp,
-// short_attention.cpp, gemm_attention.cpp, cross_entropy.cpp, adam.cpp).
-void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);
-void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                const Tensor& out, const Tensor& mean, const Tensor& rstd);
-void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
-                         const Tensor& dweight, const Tensor& dbias);
-// Linear layers of d_model <= 64 in narrow_gemm (linear.cpp); false where they do not fit.
-bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out);
-bool linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& dx,
-                     const Tensor& dweight, const Tensor& dbias);
-// Cross-entropy over float rows (cross_entropy.cpp); false where they do not fit.
-bool cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
-                   double label_smoothing, const Tensor& log_probs, const Tensor& row_loss);
-bool cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad,
-                            double divisor, int64_t ignore_index, double label_smoothing,
-                            const Tensor& dx);
-// Attention over sequences of at most 16 (short_attention.cpp); false where it does not fit.
-bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
-               const Tensor& out, const Tensor& weights);
-bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
-                        const Tensor& dv);
-// Attention over at most 64 keys with heads of at most 64, any number of queries, each head's
-// products in narrow_gemm (gemm_attention.cpp); false where it does not fit.
-bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                    double scale, const Tensor& out, const Tensor& weights);
-bool gemm_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
-                             const Tensor& weights, double scale, const Tensor& dq,
-                             const Tensor& dk, const Tensor& dv);
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                 const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                 double weight_decay, bool decoupled_weight_decay, int64_t step);
-}  // namespace cpu
-
-}  // namespace sg
+}  // namespace sg::cpu

@@ -1,205 +1,37 @@
-// CPU matrix multiply through OpenBLAS (with blas.cpp, the only files that include <cblas.h>).
-//
-// BLAS takes a matrix as a pointer, a leading dimension and a transpose flag, which is exactly a
-// 2-D strided view whose last stride is 1 (row-major, "N") or whose second-to-last stride is 1
-// (a transposed view, "T"). So x.transpose(-2, -1) reaches BLAS without a copy; only views that
-// are neither (e.g. every other column) are copied first.
+// CPU matrix multiply: one OpenBLAS call per product of the batch (with blas.cpp, the only files
+// of this backend that include <cblas.h>). Each operand is described to BLAS as a pointer, a
+// leading dimension and a transpose flag (blas_matrix.h), so transposed views need no copy.
 #include <cblas.h>
 
-#include <algorithm>
 #include <climits>
-#include <vector>
 
+#include "autograd/backend/blas_matrix.h"
 #include "autograd/backend/cpu/cpu_backend.h"
-#include "autograd/backend/cpu/narrow_gemm.h"
-#include "autograd/backend/cpu/parallel.h"
-#include "autograd/backend/cpu/tiny_gemm.h"
-#include "autograd/backend/cpu/transpose.h"
 #include "autograd/blas.h"
-#include "autograd/factory.h"
 
 namespace sg::cpu {
 
 namespace {
 
-struct BlasMatrix {
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
-  int64_t ld = 1;            // leading dimension
-  int64_t batch_stride = 0;  // elements between consecutive matrices (0 = broadcast)
-  Tensor data;               // the view itself, or a contiguous copy of it
-};
-
-// Describes m [batch, rows, cols] to BLAS, copying only when its strides cannot be expressed.
-BlasMatrix as_blas_matrix(const Tensor& m) {
-  const int64_t rows = m.size(1), cols = m.size(2);
-  // A dim of size 1 is never stepped along, so its stride is free: pick one BLAS accepts.
-  int64_t row_stride = rows == 1 ? std::max<int64_t>(cols, 1) : m.stride(1);
-  int64_t col_stride = cols == 1 ? 1 : m.stride(2);
-  if (rows == 1 && cols > 1 && col_stride != 1) row_stride = 1;  // a single strided row
-  BlasMatrix out;
-  out.batch_stride = m.stride(0);
-  out.data = m;
-  if (col_stride == 1 && row_stride >= std::max<int64_t>(cols, 1)) {
-    out.trans = CblasNoTrans;
-    out.ld = row_stride;
-  } else if (row_stride == 1 && col_stride >= std::max<int64_t>(rows, 1)) {
-    out.trans = CblasTrans;
-    out.ld = col_stride;
-  } else {
-    out.data = empty(m.shape(), m.options());
-    copy(m, out.data);
-    out.trans = CblasNoTrans;
-    out.ld = std::max<int64_t>(cols, 1);
-    out.batch_stride = rows * cols;
-  }
-  return out;
-}
-
-// Small products. OpenBLAS spends about 0.3 us per call before any arithmetic (argument checks,
-// buffer set-up, picking a kernel), and its small-matrix kernels are much slower when an operand
-// is transposed. Attention makes hundreds of tiny products per matmul ([10, 8]·[8, 10] per head
-// and sequence in the tiny config), so:
-//   - one row times a matrix (a decoding step: one query) is a plain loop here, 5x faster;
-//   - a transposed operand of a batched product is first copied into rows where its matrices
-//     are tiny, and OpenBLAS then multiplies untransposed matrices: 2x faster (bench_kernels);
-//     also where narrow_gemm then takes the products (a transposed b over >= 32 rows of a).
-constexpr int64_t kPackElements = 256;  // bigger ones: OpenBLAS reads them faster in place
-constexpr int64_t kPackedRows = 32;     // ...unless narrow_gemm takes them, over this many rows
-
+// c = a·b + beta·c for one product of the batch, row-major.
 template <typename T>
-void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
-                      int64_t N, int64_t K, bool accumulate) {
-  if (b_cs == 1) {  // c (+)= sum over k of a[k] * b[k, :]
-    if (!accumulate) std::fill(c, c + N, T(0));
-    for (int64_t k = 0; k < K; ++k) {
-      const T ak = a[k * a_cs];
-      const T* bk = b + k * b_rs;
-#pragma omp simd
-      for (int64_t j = 0; j < N; ++j) c[j] += ak * bk[j];
-    }
-    return;
-  }
-  for (int64_t j = 0; j < N; ++j) {  // b transposed: dot products
-    T acc = 0;
-    for (int64_t k = 0; k < K; ++k) acc += a[k * a_cs] * b[k * b_rs + j * b_cs];
-    c[j] = accumulate ? c[j] + acc : acc;
-  }
-}
-
-// Copies rows x cols of a transposed BLAS matrix (stored [cols, rows], rows ld apart) into `dst`
-// as plain rows.
-template <typename T>
-void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
+void blas_gemm(const BlasMatrix& A, const BlasMatrix& B, int64_t M, int64_t N, int64_t K,
+               const T* a, const T* b, T beta, T* c) {
+  const CBLAS_TRANSPOSE ta = A.transposed ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = B.transposed ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
-    transpose_into_rows(src, ld, cols, rows, 1.0f, dst, cols);
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, a, int(A.ld), b, int(B.ld),
+                beta, c, int(N));
   } else {
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
-    }
+    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, a, int(A.ld), b, int(B.ld),
+                beta, c, int(N));
   }
 }
 
-// How many threads OpenBLAS may use for one product. Waking a second thread costs microseconds
-// (far more on a busy machine), so products under kMinThreadedFlops run on the calling thread
-// alone, whatever the thread setting; bigger ones get every thread set (set_blas_threads).
-constexpr double kMinThreadedFlops = 16e6;
+}  // namespace
 
-class BlasThreads {
- public:
-  explicit BlasThreads(double flops) {
-    if (flops >= kMinThreadedFlops) {
-      quiet_workers();  // OpenBLAS's threads are about to want every core
-      return;
-    }
-    saved_ = openblas_get_num_threads();
-    if (saved_ > 1) openblas_set_num_threads(1);
-  }
-  ~BlasThreads() {
-    if (saved_ > 1) openblas_set_num_threads(saved_);
-  }
-  BlasThreads(const BlasThreads&) = delete;
-  BlasThreads& operator=(const BlasThreads&) = delete;
-
- private:
-  int saved_ = 0;
-};
-
-// Products of `work` multiply-adds each that make one grain of the thread pool (parallel.h).
-int64_t products_per_grain(int64_t work) {
-  return std::max<int64_t>(1, kParallelGrain * 8 / std::max<int64_t>(work, 1));
-}
-
-template <typename T>
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
-               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, a, int(lda), b, int(ldb), beta,
-                c, int(ldc));
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, a, int(lda), b, int(ldb), beta,
-                c, int(ldc));
-  }
-}
-
-// One product c = a·b + beta·c on the calling thread: a float product with a narrow output and b
-// in rows goes to narrow_gemm (about twice OpenBLAS's speed there), everything else to OpenBLAS.
-template <typename T>
-void one_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
-              int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (tb == CblasNoTrans && narrow_gemm_fits(M, N, K)) {
-      const bool a_in_rows = ta == CblasNoTrans;
-      return narrow_gemm(M, N, K, a, a_in_rows ? lda : 1, a_in_rows ? 1 : lda, b, ldb,
-                         /*bias=*/nullptr, c, ldc, /*accumulate=*/beta != 0.0f);
-    }
-  }
-  blas_gemm(ta, tb, M, N, K, a, lda, b, ldb, beta, c, ldc);
-}
-
-// Products too small for OpenBLAS's own threads but of at least 2 x kMinSplitFlops (parallel.h)
-// are cut into blocks, one per thread of our pool (split_gemm).
-
-// One product c = a·b (+ c) cut into `parts` blocks, block p on thread p of the pool, which owns
-// the same share of rows in the kernels around it (parallel.h): when the product sums over many
-// rows (a weight gradient, xᵀ·g), each thread sums its own rows into a partial product and the
-// partials are added; otherwise the rows of a and c are cut, or the columns of b and c.
-template <typename T>
-void split_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
-                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int parts) {
-  enum class Cut {
-    kRows,
-    kColumns,
-    kSum
-  } cut = K >= 4 * std::max(M, N) ? Cut::kSum
-          : M >= N                ? Cut::kRows
-                                  : Cut::kColumns;
-  const int64_t length = cut == Cut::kSum ? K : cut == Cut::kRows ? M : N;
-  std::vector<T> partials(cut == Cut::kSum ? (parts - 1) * M * N : 0);
-  parallel_for(parts, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) {
-      const int64_t first = length * p / parts, end = length * (p + 1) / parts;
-      if (cut == Cut::kSum) {  // a's columns and b's rows [first, end); thread 0 writes c itself
-        const T* ap = a + first * (ta == CblasNoTrans ? 1 : lda);
-        const T* bp = b + first * (tb == CblasNoTrans ? ldb : 1);
-        T* cp = p == 0 ? c : partials.data() + (p - 1) * M * N;
-        one_gemm(ta, tb, M, N, end - first, ap, lda, bp, ldb, p == 0 ? beta : T(0), cp, N);
-      } else if (cut == Cut::kRows) {  // rows [first, end) of a and c
-        const T* ap = a + first * (ta == CblasNoTrans ? lda : 1);
-        one_gemm(ta, tb, end - first, N, K, ap, lda, b, ldb, beta, c + first * N, N);
-      } else {  // columns [first, end) of b and c
-        const T* bp = b + first * (tb == CblasNoTrans ? 1 : ldb);
-        one_gemm(ta, tb, M, end - first, K, a, lda, bp, ldb, beta, c + first, N);
-      }
-    }
-  });
-  for (int64_t p = 1; p < parts && cut == Cut::kSum; ++p) {
-    const T* partial = partials.data() + (p - 1) * M * N;
-    for (int64_t i = 0; i < M * N; ++i) c[i] += partial[i];
-  }
-}
-
-template <typename T>
-void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+  warn_once_if_blas_is_slow();
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   SG_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
            "matmul: sizes M={} N={} K={} exceed what BLAS can index", M, N, K);
@@ -208,88 +40,16 @@ void gemm_typed(const Tensor& a, const Tensor& b, const Tensor& out, bool accumu
     if (!accumulate) fill(out, 0.0);
     return;
   }
-  if constexpr (std::is_same_v<T, float>) {
-    if (tiny_gemm_fits(M, N, K)) {  // attention over short sequences: no OpenBLAS call per pair
-      const StridedMatrices ma{a.data_ptr<float>(), a.stride(0), a.stride(1), a.stride(2)};
-      const StridedMatrices mb{b.data_ptr<float>(), b.stride(0), b.stride(1), b.stride(2)};
-      float* pc = out.data_ptr<float>();
-      return parallel_for(batch, products_per_grain(M * N * K), [&](int64_t lo, int64_t hi) {
-        tiny_gemm(hi - lo, M, N, K,
-                  {ma.data + lo * ma.batch_stride, ma.batch_stride, ma.row_stride, ma.col_stride},
-                  {mb.data + lo * mb.batch_stride, mb.batch_stride, mb.row_stride, mb.col_stride},
-                  pc + lo * M * N, accumulate);
-      });
+  const BlasMatrix A = as_blas_matrix(a), B = as_blas_matrix(b);
+  dispatch_floating("matmul", out.dtype(), [&]<typename T>() {
+    const T* pa = A.data.data_ptr<T>();
+    const T* pb = B.data.data_ptr<T>();
+    T* pc = out.data_ptr<T>();
+    for (int64_t i = 0; i < batch; ++i) {
+      blas_gemm<T>(A, B, M, N, K, pa + i * A.batch_stride, pb + i * B.batch_stride,
+                   accumulate ? T(1) : T(0), pc + i * M * N);
     }
-  }
-  BlasMatrix A = as_blas_matrix(a), B = as_blas_matrix(b);
-  const T* pa = A.data.data_ptr<T>();
-  const T* pb = B.data.data_ptr<T>();
-  T* pc = out.data_ptr<T>();
-  // A narrow float product whose b is a transposed view (a Linear layer's Wᵀ, at most 64 x K
-  // floats) is copied into rows once here, for narrow_gemm and every block of split_gemm.
-  std::vector<T> b_rows;
-  if (std::is_same_v<T, float> && batch == 1 && M > 1 && B.trans == CblasTrans &&
-      narrow_gemm_fits(M, N, K)) {
-    b_rows.resize(static_cast<size_t>(K * N));
-    pack_rows(pb, B.ld, K, N, b_rows.data());
-    pb = b_rows.data(), B.trans = CblasNoTrans, B.ld = N;
-  }
-  if (M == 1) {
-    const int64_t a_cs = A.trans == CblasNoTrans ? 1 : A.ld;
-    const int64_t b_rs = B.trans == CblasNoTrans ? B.ld : 1;
-    const int64_t b_cs = B.trans == CblasNoTrans ? 1 : B.ld;
-    parallel_for(batch, products_per_grain(N * K), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        row_times_matrix(pa + i * A.batch_stride, a_cs, pb + i * B.batch_stride, b_rs, b_cs,
-                         pc + i * N, N, K, accumulate);
-      }
-    });
-    return;
-  }
-  const bool pack_a = batch > 1 && A.trans == CblasTrans && M * K <= kPackElements;
-  // A transposed b is also copied into rows where that lets narrow_gemm take the products and
-  // the copy is spread over enough rows of a (kPackedRows): attention's q·kᵀ and its gradients
-  // over 64-long sequences ([64, 32]·[32, 64]: 1.2-1.6x OpenBLAS's speed, bench/NOTES.md). With
-  // 10 rows (annotated's heads) the copy, one element at a time, costs more than it saves.
-  const bool pack_b = batch > 1 && B.trans == CblasTrans &&
-                      (K * N <= kPackElements ||
-                       (std::is_same_v<T, float> && M >= kPackedRows && narrow_gemm_fits(M, N, K)));
-  const double flops = 2.0 * static_cast<double>(M * N * K);
-  const T beta = accumulate ? T(1) : T(0);
-  BlasThreads threads(flops);  // per product: the products of a batch run one by one, or...
-  auto products = [&](int64_t lo, int64_t hi) {
-    std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
-    T* packed_a = packed.data();
-    T* packed_b = packed.data() + (pack_a ? M * K : 0);
-    for (int64_t i = lo; i < hi; ++i) {
-      const T* ai = pa + i * A.batch_stride;
-      const T* bi = pb + i * B.batch_stride;
-      if (pack_a) pack_rows(ai, A.ld, M, K, packed_a);
-      if (pack_b) pack_rows(bi, B.ld, K, N, packed_b);
-      one_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
-               pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi, pack_b ? N : B.ld,
-               beta, pc + i * M * N, N);
-    }
-  };
-  if (batch == 1 && flops < kMinThreadedFlops && flops >= 2 * kMinSplitFlops) {
-    const int parts = static_cast<int>(std::min<double>(num_threads(), flops / kMinSplitFlops));
-    if (parts > 1) {
-      return split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, parts);
-    }
-  }
-  // ...a batch of products small enough to run single-threaded (attention's, one per head and
-  // sequence) is split over our thread pool instead, each thread calling OpenBLAS on its own.
-  if (flops < kMinThreadedFlops)
-    return parallel_for(batch, products_per_grain(M * N * K), products);
-  products(0, batch);
-}
-
-}  // namespace
-
-void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
-  warn_once_if_blas_is_slow();
-  dispatch_floating("matmul", out.dtype(),
-                    [&]<typename T>() { gemm_typed<T>(a, b, out, accumulate); });
+  });
 }
 
 }  // namespace sg::cpu

@@ -43,8 +43,8 @@ void for_each_gathered(std::string_view op, const Shape& x_shape, const Tensor& 
 
 }  // namespace
 
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-                  std::string_view op) {
+void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                              std::string_view op) {
   DimLayout l = dim_layout(x.shape(), dim);
   const int64_t n = index.numel();
   const int64_t* pi = index.data_ptr<int64_t>();
@@ -62,7 +62,7 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
   });
 }
 
-void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+void CpuBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
   DimLayout l = dim_layout(out.shape(), dim);
   const int64_t n = index.numel();
   const int64_t* pi = index.data_ptr<int64_t>();
@@ -84,8 +84,8 @@ void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor
   });
 }
 
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-            std::string_view op) {
+void CpuBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                        std::string_view op) {
   dispatch_dtype("gather", x.dtype(), [&]<typename T>() {
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
@@ -94,7 +94,8 @@ void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out
   });
 }
 
-void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+void CpuBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
+                             const Tensor& src) {
   dispatch_dtype("scatter_add", out.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {
       SG_FAIL("scatter_add: not defined for bool tensors");

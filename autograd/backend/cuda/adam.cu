@@ -1,5 +1,5 @@
 // CUDA Adam step: the whole update of one parameter in one pass over its four arrays. The CUDA
-// twin of cpu/adam.cpp, with the same arithmetic in the same order and precision (the scalars
+// twin of cpu_fast/adam.cpp, with the same arithmetic in the same order and precision (the scalars
 // are rounded to the parameter's dtype on the host first), so both follow torch.optim.Adam:
 //   g = grad + wd · p (Adam)   or   p = p · (1 - lr · wd) (AdamW)
 //   m = β1 · m + (1 - β1) · g,   v = β2 · v + (1 - β2) · g²

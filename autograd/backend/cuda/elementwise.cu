@@ -88,7 +88,7 @@ void map2(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& o
   SG_CUDA_CHECK_LAUNCH();
 }
 
-// ---- the functors: the same formulas as cpu/elementwise.cpp ----
+// ---- the functors: the same formulas as cpu/scalar_math.h ----
 
 template <typename D, typename S>
 struct CastFn {

@@ -112,7 +112,7 @@ inline int64_t row_chunks_for(int64_t rows, int64_t column_blocks) {
 
 // out[c] = Σ_k partial[k, c] for partial [chunks, C]: a block of 32 columns x 32 shares of the
 // chunks, the shares added up in shared memory (one thread per column walking hundreds of chunks
-// alone took 59 us for C = 4096: a chain of dependent loads).
+// alone was slow for C = 4096: a chain of dependent loads; bench/NOTES.md).
 template <typename T>
 __global__ void sum_chunks_kernel(const T* partial, int64_t chunks, int64_t C, T* out) {
   __shared__ T shares[kWarpSize][kWarpSize + 1];  // + 1: the column reads hit 32 banks

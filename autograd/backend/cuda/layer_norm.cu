@@ -1,6 +1,6 @@
 // CUDA layer normalisation over the last dim, forward and backward. The CUDA twin of
-// cpu/layer_norm.cpp (the formulas are there): a warp (rows up to 1024 values) or a block per row
-// for the statistics and dx, and a column kernel for dweight and dbias, the sums over rows.
+// cpu_fast/layer_norm.cpp (the formulas are there): a warp (rows up to 1024 values) or a block per
+// row for the statistics and dx, and a column kernel for dweight and dbias, the sums over rows.
 // Statistics accumulate in the element type (the CPU uses double); two passes, so no
 // cancellation in the variance. A float row longer than a warp handles is read once into the
 // block's registers where it fits (row_in_registers.cuh), and the passes run there.

@@ -1,8 +1,11 @@
-// Tests for the CPU backend's machinery that ops do not show: the caching allocator
-// (backend/cpu/cpu_backend.cpp), the strided loop on tensors with more dims than it merges on the
-// stack (backend/cpu/strided_loop.h), and the kernels' special paths (reductions over columns,
-// small and packed matrix products, short softmax rows) against the plain ops.
-#include "autograd/backend/cpu/cpu_backend.h"
+// Tests for the fast CPU backend's machinery that ops do not show: the caching allocator
+// (backend/cpu_fast/caching_allocator.cpp), the strided loop on tensors with more dims than it
+// merges on the stack (backend/cpu/strided_loop.h), and the kernels' special paths (reductions
+// over columns, small and packed matrix products, short softmax rows) against the plain ops. Each
+// test runs on the fast backend whatever SCRATCHGRAD_KERNELS says.
+#include "autograd/backend/cpu_fast/caching_allocator.h"
+
+#include "autograd/backend/backend.h"
 
 #include <cmath>
 #include <cstring>
@@ -20,6 +23,7 @@ namespace {
 using testing::tensors_near;
 
 TEST(BackendCpuAllocator, ReusesAFreedBlockOfTheSameOrASomewhatLargerSize) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   cpu::release_cached_memory();  // no blocks kept by earlier tests in this process
   void* first = nullptr;
   {
@@ -38,6 +42,7 @@ TEST(BackendCpuAllocator, ReusesAFreedBlockOfTheSameOrASomewhatLargerSize) {
 }
 
 TEST(BackendCpuAllocator, CountsLiveAndCachedBytesAndReleases) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   cpu::release_cached_memory();
   const cpu::MemoryStats before = cpu::memory_stats();
   EXPECT_EQ(before.cached_bytes, 0u);
@@ -58,7 +63,8 @@ TEST(BackendCpuAllocator, CountsLiveAndCachedBytesAndReleases) {
 constexpr size_t kMiB = size_t{1} << 20;
 
 TEST(BackendCpuAllocator, SplitsAFreedLargeBlockAndMergesItsPiecesBack) {
-  Backend& cpu = cpu_backend();
+  CpuKernelsGuard fast(CpuKernels::Fast);
+  Backend& cpu = cpu_backend(CpuKernels::Fast);
   cpu::release_cached_memory();
   const cpu::MemoryStats before = cpu::memory_stats();
   char* a = static_cast<char*>(cpu.allocate(8 * kMiB));
@@ -92,7 +98,8 @@ TEST(BackendCpuAllocator, SplitsAFreedLargeBlockAndMergesItsPiecesBack) {
 }
 
 TEST(BackendCpuAllocator, RandomAllocationsStayDisjointAlignedAndIntact) {
-  Backend& cpu = cpu_backend();
+  CpuKernelsGuard fast(CpuKernels::Fast);
+  Backend& cpu = cpu_backend(CpuKernels::Fast);
   cpu::release_cached_memory();
   const cpu::MemoryStats before = cpu::memory_stats();
   struct Live {
@@ -152,7 +159,8 @@ TEST(BackendCpuAllocator, RandomAllocationsStayDisjointAlignedAndIntact) {
 }
 
 TEST(BackendCpuAllocator, BlocksFreedOnOtherThreads) {
-  Backend& cpu = cpu_backend();
+  CpuKernelsGuard fast(CpuKernels::Fast);
+  Backend& cpu = cpu_backend(CpuKernels::Fast);
   const cpu::MemoryStats before = cpu::memory_stats();
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
@@ -171,6 +179,7 @@ TEST(BackendCpuAllocator, BlocksFreedOnOtherThreads) {
 }
 
 TEST(BackendCpuKernels, TensorsWithMoreDimsThanTheLoopMergesOnTheStack) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   // 10 dims of size 2, every other one permuted: no two neighbours merge, so the strided loop
   // walks the outer dims one at a time before its fixed arrays take over.
   Shape shape(10, 2);
@@ -187,6 +196,7 @@ TEST(BackendCpuKernels, TensorsWithMoreDimsThanTheLoopMergesOnTheStack) {
 }
 
 TEST(BackendCpuKernels, CopiesOfShortRowsPutEveryElementInItsPlace) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   // Merging attention heads, [B, H, T, Dh] -> [B, T, H, Dh]: rows of Dh contiguous elements, each
   // with its own start. The row lengths with a fixed-size copy (4 ... 64) and others around them,
   // in three dtypes; element (b, t, h, r) of the copy must be element (b, h, t, r) of x.
@@ -213,6 +223,7 @@ TEST(BackendCpuKernels, CopiesOfShortRowsPutEveryElementInItsPlace) {
 }
 
 TEST(BackendCpuKernels, ColumnAndRowSumsMatchASumInDouble) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   Tensor x = randn({300, 7, 13});
   Tensor x64 = x.to(kFloat64);
   for (const std::vector<int64_t>& dims :
@@ -236,6 +247,7 @@ TEST(BackendCpuKernels, ColumnAndRowSumsMatchASumInDouble) {
 }
 
 TEST(BackendCpuKernels, SmallAndPackedProductsMatchDoublePrecision) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   // M = 1 (a decoding step), tiny batched products with a transposed operand (packed first), and
   // both transposed.
   for (const Shape& s : {Shape{50, 1, 8, 10}, Shape{64, 10, 8, 10}, Shape{3, 12, 20, 9}}) {
@@ -251,6 +263,7 @@ TEST(BackendCpuKernels, SmallAndPackedProductsMatchDoublePrecision) {
 }
 
 TEST(BackendCpuKernels, ShortAndLongSoftmaxRowsMatchDoublePrecision) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   for (int64_t D : {1, 3, 10, 31, 32, 100}) {
     Tensor x = randn({37, D}) * 4.0;
     EXPECT_TRUE(tensors_near(softmax(x, 1), softmax(x.to(kFloat64), 1).to(kFloat32), 1e-6, 1e-5))
@@ -262,6 +275,7 @@ TEST(BackendCpuKernels, ShortAndLongSoftmaxRowsMatchDoublePrecision) {
 }
 
 TEST(BackendCpuKernels, ShortSoftmaxRowsMatchDoublePrecisionForEveryMaskLayout) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   // Rows of up to 64 floats take the AVX-512 kernels where the CPU has them (short_softmax.h), the
   // portable loops elsewhere; float64 always takes the portable loops, so it is the reference.
   // Masks laid out every way attention makes them: one byte per entry, a transposed view (stride
@@ -291,6 +305,7 @@ TEST(BackendCpuKernels, ShortSoftmaxRowsMatchDoublePrecisionForEveryMaskLayout) 
 }
 
 TEST(BackendCpuKernels, ShortLayerNormRowsMatchDoublePrecision) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   // Float rows of up to 64 take the AVX-512 kernels where the CPU has them (short_layer_norm.h),
   // the portable loops elsewhere; float64 always takes the portable loops: the reference. With and
   // without the affine weight and bias, and with only some of the gradients wanted. 303 rows: the
@@ -330,6 +345,7 @@ TEST(BackendCpuKernels, ShortLayerNormRowsMatchDoublePrecision) {
 }
 
 TEST(BackendCpuKernels, ShortSoftmaxRowsKeepTheSpecialValuesRules) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
   constexpr double kInf = std::numeric_limits<double>::infinity();
   constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
   // Row 0: nothing kept -> zeros. Row 1: a NaN where masked -> never read. Row 2: a NaN where kept

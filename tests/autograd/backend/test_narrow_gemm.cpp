@@ -1,14 +1,14 @@
-// Tests for the AVX-512 narrow-product kernel (backend/cpu/narrow_gemm.h): every output width it
-// takes, row counts around its tile sizes, a read in rows or transposed (a weight gradient's gᵀ),
-// a column block of a wider c, written or accumulated, against the float64 reference product;
+// Tests for the AVX-512 narrow-product kernel (backend/cpu_fast/narrow_gemm.h): every output width
+// it takes, row counts around its tile sizes, a read in rows or transposed (a weight gradient's
+// gᵀ), a column block of a wider c, written or accumulated, against the float64 reference product;
 // and the routes into it (matmul, fused_linear forward and backward, one thread and two).
-#include "autograd/backend/cpu/narrow_gemm.h"
+#include "autograd/backend/cpu_fast/narrow_gemm.h"
 
 #include <array>
 #include <cmath>
 #include <vector>
 
-#include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu_fast/parallel.h"
 #include "autograd/ops.h"
 #include "tests/support/reference_gemm.h"
 #include "tests/support/testing.h"
@@ -68,6 +68,7 @@ void check_product(int64_t M, int64_t N, int64_t K, bool a_transposed, bool accu
 }
 
 TEST(BackendNarrowGemm, EveryWidthItTakesMatchesTheReference) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_NARROW_GEMM();
   for (int64_t N = 1; N <= 64; ++N) {
     for (int64_t K : {1, 5, 32}) {
@@ -80,6 +81,7 @@ TEST(BackendNarrowGemm, EveryWidthItTakesMatchesTheReference) {
 // Tiles hold 16, 14, 9 or 6 rows (1 to 4 registers a row): row counts on both sides of those
 // sizes and of their multiples, and one row alone.
 TEST(BackendNarrowGemm, RowCountsAroundTheTileSizes) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_NARROW_GEMM();
   for (int64_t N : {11, 32, 40, 64}) {
     for (int64_t M : {1, 2, 5, 6, 7, 8, 9, 10, 13, 14, 15, 16, 17, 27, 28, 29, 33, 100}) {
@@ -89,6 +91,7 @@ TEST(BackendNarrowGemm, RowCountsAroundTheTileSizes) {
 }
 
 TEST(BackendNarrowGemm, TransposedABiasAccumulationAndLongDepths) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_NARROW_GEMM();
   for (bool a_t : {false, true}) {
     for (bool accumulate : {false, true}) {
@@ -102,6 +105,7 @@ TEST(BackendNarrowGemm, TransposedABiasAccumulationAndLongDepths) {
 }
 
 TEST(BackendNarrowGemm, WiderOrDeeperProductsAreLeftToBlas) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   EXPECT_FALSE(cpu::narrow_gemm_fits(800, 65, 32));   // c's rows wider than 4 registers
   EXPECT_FALSE(cpu::narrow_gemm_fits(800, 32, 513));  // many rows and a long depth
   EXPECT_FALSE(cpu::narrow_gemm_fits(800, 0, 32));
@@ -109,10 +113,11 @@ TEST(BackendNarrowGemm, WiderOrDeeperProductsAreLeftToBlas) {
 }
 
 // The routes in: a Linear layer's forward (Wᵀ copied into rows, the bias where the sums start)
-// and backward (backend/cpu/linear.cpp: dx = g·W in place, dW = gᵀ·x and db summed per block of
-// rows), against the float64 reference; the weight and bias gradients, sums over every row, must
+// and backward (backend/cpu_fast/linear.cpp: dx = g·W in place, dW = gᵀ·x and db summed per block
+// of rows), against the float64 reference; the weight and bias gradients, sums over every row, must
 // be the same bits with 1, 2 and 4 threads (the blocks depend on the shape alone).
 TEST(BackendNarrowGemm, FusedLinearForwardAndBackwardTakeIt) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_NARROW_GEMM();
   for (auto [rows, in, out] : {std::array<int64_t, 3>{800, 32, 32},
                                {800, 32, 64},
@@ -156,6 +161,7 @@ TEST(BackendNarrowGemm, FusedLinearForwardAndBackwardTakeIt) {
 // against the float64 reference, for a few shapes on both sides of that line, with a in rows and
 // transposed, and a view of heads from [B, T, H·Dh] rows.
 TEST(BackendNarrowGemm, BatchedProductsWithATransposedBMatchTheReference) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_NARROW_GEMM();
   manual_seed(11);
   for (auto [M, N, K] : {std::array<int64_t, 3>{64, 64, 32},

@@ -1,7 +1,7 @@
-// Tests for the CPU thread pool (backend/cpu/parallel.h): every index is visited exactly once,
+// Tests for the CPU thread pool (backend/cpu_fast/parallel.h): every index is visited exactly once,
 // small work stays on the caller, nested and throwing kernels neither deadlock nor get lost, and
 // the kernels that use the pool give the same numbers with one thread as with several.
-#include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu_fast/parallel.h"
 
 #include <atomic>
 #include <functional>

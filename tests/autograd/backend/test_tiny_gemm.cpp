@@ -1,7 +1,8 @@
-// Tests for the AVX-512 tiny-product kernel (backend/cpu/tiny_gemm.h): every size it takes, with
-// the strides attention gives it (transposed keys, broadcast operands), written or accumulated,
-// against the float64 reference product; and the routes into it (matmul, fused_linear).
-#include "autograd/backend/cpu/tiny_gemm.h"
+// Tests for the AVX-512 tiny-product kernel (backend/cpu_fast/tiny_gemm.h): every size it takes,
+// with the strides attention gives it (transposed keys, broadcast operands), written or
+// accumulated, against the float64 reference product; and the routes into it (matmul,
+// fused_linear).
+#include "autograd/backend/cpu_fast/tiny_gemm.h"
 
 #include <vector>
 
@@ -68,6 +69,7 @@ void check_products(int64_t batch, int64_t M, int64_t N, int64_t K, bool a_trans
 }
 
 TEST(BackendTinyGemm, EverySizeItTakesMatchesTheReference) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_TINY_GEMM();
   for (int64_t M = 2; M <= 16; ++M) {
     for (int64_t N = 1; N <= 16; ++N) {
@@ -80,6 +82,7 @@ TEST(BackendTinyGemm, EverySizeItTakesMatchesTheReference) {
 }
 
 TEST(BackendTinyGemm, TransposedAndBroadcastOperandsAndAccumulation) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_TINY_GEMM();
   for (bool a_t : {false, true}) {
     for (bool b_t : {false, true}) {
@@ -95,6 +98,7 @@ TEST(BackendTinyGemm, TransposedAndBroadcastOperandsAndAccumulation) {
 }
 
 TEST(BackendTinyGemm, LargerProductsAreLeftToBlas) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   EXPECT_FALSE(cpu::tiny_gemm_fits(1, 8, 8));  // one row: gemm.cpp's own loop
   EXPECT_FALSE(cpu::tiny_gemm_fits(17, 8, 8));
   EXPECT_FALSE(cpu::tiny_gemm_fits(8, 17, 8));
@@ -104,6 +108,7 @@ TEST(BackendTinyGemm, LargerProductsAreLeftToBlas) {
 // The routes in: attention's batched products with transposed keys, and a small Linear (the
 // bias accumulated onto), each against the float64 reference.
 TEST(BackendTinyGemm, MatmulAndFusedLinearTakeItForSmallFloatProducts) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_TINY_GEMM();
   Tensor q = randn({6, 4, 11, 8});
   Tensor k = randn({6, 4, 11, 8});

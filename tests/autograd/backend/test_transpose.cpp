@@ -1,8 +1,8 @@
-// Tests for transpose_into_rows (backend/cpu/transpose.h): sizes on both sides of its 16 x 16
+// Tests for transpose_into_rows (backend/cpu_fast/transpose.h): sizes on both sides of its 16 x 16
 // blocks, rows of the source and of the destination wider than the matrix (whose extra entries
 // must not change), and the scale, against the element-by-element definition. The products that
 // use it (attention's kᵀ and vᵀ) are tested through fused_attention (tests/nn).
-#include "autograd/backend/cpu/transpose.h"
+#include "autograd/backend/cpu_fast/transpose.h"
 
 #include <vector>
 
@@ -33,12 +33,14 @@ void check_transpose(int64_t rows, int64_t cols, float scale) {
 }
 
 TEST(BackendTranspose, MatchesTheDefinitionAroundItsBlocks) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   for (int64_t rows : {1, 5, 15, 16, 17, 32, 40, 64}) {
     for (int64_t cols : {1, 7, 16, 17, 31, 33, 64}) check_transpose(rows, cols, 1.0f);
   }
 }
 
 TEST(BackendTranspose, ScalesOnTheWay) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   check_transpose(64, 32, 0.125f);
   check_transpose(11, 64, -3.0f);
 }

@@ -1,10 +1,10 @@
 // transpose_into_rows (transpose.h): 16 x 16 blocks transposed in registers where the CPU has
 // AVX-512, one element at a time elsewhere.
-#include "autograd/backend/cpu/transpose.h"
+#include "autograd/backend/cpu_fast/transpose.h"
 
 #include <algorithm>
 
-#include "autograd/backend/cpu/avx512_rows.h"
+#include "autograd/backend/cpu_fast/avx512_rows.h"
 
 namespace sg::cpu {
 

@@ -20,10 +20,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "autograd/backend/cpu/attention_heads.h"
-#include "autograd/backend/cpu/avx512_rows.h"
-#include "autograd/backend/cpu/cpu_backend.h"
-#include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu_fast/attention.h"
+#include "autograd/backend/cpu_fast/attention_heads.h"
+#include "autograd/backend/cpu_fast/avx512_rows.h"
+#include "autograd/backend/cpu_fast/parallel.h"
 
 namespace sg::cpu {
 
@@ -256,8 +256,8 @@ int64_t heads_per_grain(const HeadSizes& n) {
 
 #pragma GCC diagnostic pop
 
-bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
-               const Tensor& out, const Tensor& weights) {
+bool short_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                     double scale, const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
   const HeadSizes n = HeadSizes::of(q, k, v);
   if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
@@ -287,9 +287,9 @@ bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
   return true;
 }
 
-bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
-                        const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
-                        const Tensor& dv) {
+bool short_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& weights, double scale, const Tensor& dq,
+                              const Tensor& dk, const Tensor& dv) {
   const int64_t B = q.size(0), H = q.size(1);
   const HeadSizes n = HeadSizes::of(q, k, v);
   if (!fits({&grad, &q, &k, &v, &dq, &dk, &dv}, n) || !weights.is_contiguous()) return false;
@@ -308,13 +308,13 @@ bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, co
 
 #else  // no AVX-512 kernel in this build: scaled_dot_product_attention composes the ops
 
-bool attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, const Tensor&,
-               const Tensor&) {
+bool short_attention(const Tensor&, const Tensor&, const Tensor&, const Tensor&, double,
+                     const Tensor&, const Tensor&) {
   return false;
 }
 
-bool attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                        double, const Tensor&, const Tensor&, const Tensor&) {
+bool short_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                              const Tensor&, double, const Tensor&, const Tensor&, const Tensor&) {
   return false;
 }
 

@@ -1,7 +1,7 @@
 // tiny_gemm (tiny_gemm.h): the kernel functions carry gnu::target("avx512f"), so this file is
 // compiled like every other kernel and only they use AVX-512 instructions; tiny_gemm_fits checks
 // the CPU before anything calls them.
-#include "autograd/backend/cpu/tiny_gemm.h"
+#include "autograd/backend/cpu_fast/tiny_gemm.h"
 
 #include <array>
 #include <utility>

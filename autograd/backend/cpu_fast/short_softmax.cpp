@@ -1,8 +1,8 @@
 // short_softmax (short_softmax.h). As in tiny_gemm.cpp, only the functions marked
 // gnu::target use AVX-512 instructions, and short_softmax_fits checks the CPU first.
-#include "autograd/backend/cpu/short_softmax.h"
+#include "autograd/backend/cpu_fast/short_softmax.h"
 
-#include "autograd/backend/cpu/avx512_rows.h"
+#include "autograd/backend/cpu_fast/avx512_rows.h"
 #include "autograd/error.h"
 
 #ifdef SG_AVX512_ROWS

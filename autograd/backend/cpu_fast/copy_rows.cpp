@@ -1,5 +1,5 @@
 // Copies whose innermost contiguous runs are short (copy_rows.h).
-#include "autograd/backend/cpu/copy_rows.h"
+#include "autograd/backend/cpu_fast/copy_rows.h"
 
 #include "autograd/backend/cpu/strided_loop.h"
 #include "autograd/dtype.h"

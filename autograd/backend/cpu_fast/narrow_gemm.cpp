@@ -1,11 +1,11 @@
-// narrow_gemm (narrow_gemm.h): only the functions marked SG_AVX512 use AVX-512 instructions, and
-// narrow_gemm_fits checks the CPU before anything calls them.
-#include "autograd/backend/cpu/narrow_gemm.h"
+// narrow_gemm (narrow_gemm.h): only the functions marked SG_AVX512 contain AVX-512 instructions,
+// and narrow_gemm_fits checks the CPU before anything calls them.
+#include "autograd/backend/cpu_fast/narrow_gemm.h"
 
 #include <array>
 #include <utility>
 
-#include "autograd/backend/cpu/avx512_rows.h"
+#include "autograd/backend/cpu_fast/avx512_rows.h"
 #include "autograd/error.h"
 
 namespace sg::cpu {

@@ -1,7 +1,7 @@
 // What the AVX-512 kernels over short rows share (short_softmax.cpp, short_layer_norm.cpp,
 // short_attention.cpp): a row
 // of D <= 64 floats is 1 to 4 registers of 16 lanes, the lanes past D masked off, and sums are
-// taken in double (8 lanes per register). Only functions marked SG_AVX512 use these
+// taken in double (8 lanes per register). Only functions marked SG_AVX512 contain these
 // instructions; callers check cpu_has_avx512() first, so the rest of the build stays portable.
 // Include only where SG_AVX512_ROWS is defined (x86-64 with GCC or Clang).
 #pragma once
@@ -74,7 +74,8 @@ decltype(auto) with_registers_per_row(int64_t D, F&& f) {
 [[SG_AVX512, gnu::always_inline]] inline __m512 exp16(__m512 x) {
   const __m512 hi = _mm512_set1_ps(88.3762626647949f), lo = _mm512_set1_ps(-87.3365447504f);
   // Lanes below lo (masked entries: -inf) compute exp(0) and become 0 at the end: clamped to lo
-  // they would make denormal intermediates, which cost a microcode assist each (4x slower).
+  // they would make denormal intermediates, which cost a microcode assist each (several times
+  // slower).
   const __mmask16 tiny = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
   const __m512 clamped = _mm512_mask_mov_ps(_mm512_min_ps(x, hi), tiny, _mm512_setzero_ps());
   const __m512 n = _mm512_roundscale_ps(

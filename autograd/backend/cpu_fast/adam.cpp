@@ -10,8 +10,8 @@
 //   p = p - lr / (1 - β1^t) · m / (√v / √(1 - β2^t) + eps)
 #include <cmath>
 
-#include "autograd/backend/cpu/cpu_backend.h"
-#include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+#include "autograd/backend/cpu_fast/parallel.h"
 
 namespace sg::cpu {
 
@@ -53,13 +53,15 @@ void adam_typed(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
 
 }  // namespace
 
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                 const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                 double weight_decay, bool decoupled_weight_decay, int64_t step) {
+bool FastCpuBackend::adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                                 const Tensor& exp_avg_sq, double lr, double beta1, double beta2,
+                                 double eps, double weight_decay, bool decoupled_weight_decay,
+                                 int64_t step) {
   dispatch_floating("adam_update_", param.dtype(), [&]<typename T>() {
     adam_typed<T>(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
                   decoupled_weight_decay, step);
   });
+  return true;
 }
 
 }  // namespace sg::cpu

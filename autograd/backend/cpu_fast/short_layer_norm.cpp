@@ -1,7 +1,7 @@
 // short_layer_norm (short_layer_norm.h), the AVX-512 helpers from avx512_rows.h.
-#include "autograd/backend/cpu/short_layer_norm.h"
+#include "autograd/backend/cpu_fast/short_layer_norm.h"
 
-#include "autograd/backend/cpu/avx512_rows.h"
+#include "autograd/backend/cpu_fast/avx512_rows.h"
 #include "autograd/error.h"
 
 #ifdef SG_AVX512_ROWS

@@ -19,12 +19,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/backend/cpu/attention_heads.h"
-#include "autograd/backend/cpu/cpu_backend.h"
-#include "autograd/backend/cpu/narrow_gemm.h"
-#include "autograd/backend/cpu/parallel.h"
-#include "autograd/backend/cpu/short_softmax.h"
-#include "autograd/backend/cpu/transpose.h"
+#include "autograd/backend/cpu_fast/attention.h"
+#include "autograd/backend/cpu_fast/attention_heads.h"
+#include "autograd/backend/cpu_fast/narrow_gemm.h"
+#include "autograd/backend/cpu_fast/parallel.h"
+#include "autograd/backend/cpu_fast/short_softmax.h"
+#include "autograd/backend/cpu_fast/transpose.h"
 
 namespace sg::cpu {
 

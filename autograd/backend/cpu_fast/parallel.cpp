@@ -1,4 +1,4 @@
-#include "autograd/backend/cpu/parallel.h"
+#include "autograd/backend/cpu_fast/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -26,8 +26,9 @@ inline void pause_briefly() {
 #endif
 }
 
-// How long an idle worker watches for the next job before sleeping: SCRATCHGRAD_WATCH_US, 100 us
-// by default (a tiny training step posts a job every ~10 us; 0 turns watching off).
+// How long an idle worker watches for the next job before sleeping, in microseconds:
+// SCRATCHGRAD_WATCH_US, 100 by default, several times the gap between the jobs of a tiny
+// training step (bench/NOTES.md); 0 turns watching off.
 int64_t watch_microseconds() {
   if (const char* env = std::getenv("SCRATCHGRAD_WATCH_US")) return std::max(0LL, std::atoll(env));
   return 100;

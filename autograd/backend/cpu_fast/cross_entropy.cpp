@@ -2,17 +2,17 @@
 // the log-softmax by the softmax kernel, then one pass over the rows for each row's loss; the
 // backward is one pass that writes dx = scale · (softmax - q) row by row. ops/cross_entropy.cpp
 // composes the same math from ~15 small ops each way (a where, a gather, a scatter_add, casts,
-// sums), which cost ~110 us a step on the tiny model's [720, 11] logits (bench/NOTES.md).
+// sums), a noticeable share of the tiny model's step on its [720, 11] logits (bench/NOTES.md).
 //   forward   loss_i = (1 - ε)(-log p[i, t_i]) + ε (-Σ_c log p[i, c]) / C, 0 where t_i is ignored
 //   backward  dx[i, c] = s_i (p[i, c] - ε / C - (1 - ε)[c == t_i]), 0 in ignored rows
 // float32 only: float64 (every gradcheck) takes the composition, which the tests compare with.
 #include <algorithm>
 #include <cstdint>
 
-#include "autograd/backend/cpu/avx512_rows.h"
-#include "autograd/backend/cpu/cpu_backend.h"
-#include "autograd/backend/cpu/parallel.h"
-#include "autograd/backend/cpu/vec_math.h"
+#include "autograd/backend/cpu_fast/avx512_rows.h"
+#include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+#include "autograd/backend/cpu_fast/parallel.h"
+#include "autograd/backend/cpu_fast/vec_math.h"
 
 // GCC 12 warns that the _mm512_undefined_ps() inside AVX-512 intrinsics is used uninitialised
 // once they are inlined (bug 105593, as in short_softmax.cpp); here the warning comes where the
@@ -67,8 +67,9 @@ template <int V>
 
 }  // namespace
 
-bool cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
-                   double label_smoothing, const Tensor& log_probs, const Tensor& row_loss) {
+bool FastCpuBackend::cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                                   double label_smoothing, const Tensor& log_probs,
+                                   const Tensor& row_loss) {
   if (!fits(logits, target) || !log_probs.is_contiguous() || !row_loss.is_contiguous()) {
     return false;
   }
@@ -98,9 +99,10 @@ bool cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_in
   return true;
 }
 
-bool cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad,
-                            double divisor, int64_t ignore_index, double label_smoothing,
-                            const Tensor& dx) {
+bool FastCpuBackend::cross_entropy_backward(const Tensor& log_probs, const Tensor& target,
+                                            const Tensor& grad, double divisor,
+                                            int64_t ignore_index, double label_smoothing,
+                                            const Tensor& dx) {
   const int64_t N = log_probs.size(0), C = log_probs.size(1);
   const bool per_row = grad.numel() == N && grad.numel() != 1;
   if (!fits(log_probs, target) || !dx.is_contiguous() || grad.dtype() != kFloat32 ||

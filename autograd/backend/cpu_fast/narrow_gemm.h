@@ -6,8 +6,8 @@
 // loads of b's row k and R x V broadcast-FMAs, nothing stored until the tile is done. a is read
 // in place with any strides (a transposed view costs nothing: a weight gradient's gᵀ); b must be
 // in rows (the caller copies a transposed b, at most 64 x K floats, once per product). OpenBLAS
-// reaches ~75-100 GFLOP/s on one core for these shapes (its small-matrix kernels and call
-// overhead); a tile like this keeps both FMA units busy (bench_kernels, bench/NOTES.md).
+// is far from the core's peak for these shapes (its small-matrix kernels and call overhead); a
+// tile like this keeps both FMA units busy (bench_kernels, bench/NOTES.md).
 //
 // Used only where the CPU has AVX-512 (gemm.cpp checks narrow_gemm_fits); OpenBLAS does the rest.
 #pragma once

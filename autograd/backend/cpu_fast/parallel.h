@@ -9,7 +9,7 @@
 // chunks of rows [n·t/T, n·(t+1)/T): the same rows in every kernel, so what a thread wrote in
 // one kernel is still in its core's cache for the next. A thread that has done its own chunks
 // takes the others' from their far end, so a worker that is slow to wake (a busy machine) costs
-// nothing: the caller simply takes its chunks. Idle workers watch for the next job for 100 us
+// nothing: the caller simply takes its chunks. Idle workers watch for the next job for a while
 // (SCRATCHGRAD_WATCH_US) and then sleep on a condition variable; quiet_workers() sends them to
 // sleep at once, before OpenBLAS's own threads want the cores.
 // Work below two grains runs on the caller alone, with no synchronisation at all. fn never gets
@@ -26,12 +26,13 @@
 namespace sg::cpu {
 
 // Elements (of one output, roughly) below which splitting a kernel costs more than it gains: a
-// job for a watching worker costs ~1 us, a pass over 8K floats 1-2 us (waking a sleeping one
-// takes longer, but in a step of many kernels the workers are watching).
+// job for a watching worker costs about as much as a pass over a few thousand floats (waking a
+// sleeping one takes longer, but in a step of many kernels the workers are watching; the
+// measurements are in bench/NOTES.md).
 inline constexpr int64_t kParallelGrain = 1 << 13;
-// Flops of a matrix product below which a share of it is not worth a thread: [800, 32]·[32, 32]
-// (1.6 MFLOP) runs in two halves of ~6 us each instead of ~13 us on one core, when the rows
-// around it are split the same way (gemm.cpp, linear.cpp).
+// Flops of a matrix product below which a share of it is not worth a thread (measured on
+// [800, 32]·[32, 32], whose two halves take half the time of the whole when the rows around it
+// are split the same way: gemm.cpp, linear.cpp; bench/NOTES.md).
 inline constexpr double kMinSplitFlops = 0.4e6;
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);

@@ -15,9 +15,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/backend/cpu/cpu_backend.h"
-#include "autograd/backend/cpu/parallel.h"
-#include "autograd/backend/cpu/short_layer_norm.h"
+#include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+#include "autograd/backend/cpu_fast/parallel.h"
+#include "autograd/backend/cpu_fast/short_layer_norm.h"
 
 namespace sg::cpu {
 
@@ -173,19 +173,22 @@ void layer_norm_backward_typed(const Tensor& grad, const Tensor& x, const Tensor
 
 }  // namespace
 
-void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+bool FastCpuBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                double eps, const Tensor& out, const Tensor& mean,
+                                const Tensor& rstd) {
   dispatch_floating("layer_norm", x.dtype(), [&]<typename T>() {
     layer_norm_typed<T>(x, weight, bias, eps, out, mean, rstd);
   });
+  return true;
 }
 
-void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
-                         const Tensor& dweight, const Tensor& dbias) {
+bool FastCpuBackend::layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                                         const Tensor& dweight, const Tensor& dbias) {
   dispatch_floating("layer_norm_backward", x.dtype(), [&]<typename T>() {
     layer_norm_backward_typed<T>(grad, x, mean, rstd, weight, dx, dweight, dbias);
   });
+  return true;
 }
 
 }  // namespace sg::cpu

@@ -6,15 +6,16 @@
 //             a partial db = Σ g[rows], the partials added in block order afterwards
 // fused_linear composed this from gemm, copy and sum: a copy of the bias, three products and a
 // column sum, five jobs and four allocations per layer and step (bench/NOTES.md has the timings).
-// Wider layers, float64 and CPUs without AVX-512 return false, and fused_linear composes them from
-// gemm, where OpenBLAS is as fast as anything here.
+// Wider layers, float64 and CPUs without AVX-512 take this backend's gemm (OpenBLAS is as fast as
+// anything here for them), with the bias copied into the output first and the product
+// accumulated onto it (BLAS's beta = 1): no pass of its own for the bias.
 #include <algorithm>
 #include <vector>
 
-#include "autograd/backend/cpu/cpu_backend.h"
-#include "autograd/backend/cpu/narrow_gemm.h"
-#include "autograd/backend/cpu/parallel.h"
-#include "autograd/backend/cpu/transpose.h"
+#include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+#include "autograd/backend/cpu_fast/narrow_gemm.h"
+#include "autograd/backend/cpu_fast/parallel.h"
+#include "autograd/backend/cpu_fast/transpose.h"
 
 namespace sg::cpu {
 
@@ -35,12 +36,33 @@ int64_t row_blocks(int64_t rows, int64_t in, int64_t out) {
   return blocks;
 }
 
+// The layer from this backend's copy, gemm and reduce, for the shapes narrow_gemm does not take.
+void linear_by_gemm(Backend& backend, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                    const Tensor& out) {
+  if (bias.defined()) backend.copy(bias.unsqueeze(0).expand(out.shape()), out);
+  backend.gemm(x.unsqueeze(0), weight.t().unsqueeze(0), out.unsqueeze(0),
+               /*accumulate=*/bias.defined());
+}
+
+void linear_backward_by_gemm(Backend& backend, const Tensor& grad, const Tensor& x,
+                             const Tensor& weight, const Tensor& dx, const Tensor& dweight,
+                             const Tensor& dbias) {
+  if (dx.defined()) backend.gemm(grad.unsqueeze(0), weight.unsqueeze(0), dx.unsqueeze(0), false);
+  if (dweight.defined()) {
+    backend.gemm(grad.t().unsqueeze(0), x.unsqueeze(0), dweight.unsqueeze(0), false);
+  }
+  // db[o] = Σ_rows g[r, o]: gᵀ [out, rows] reduced over its last dim (a column sum).
+  if (dbias.defined()) backend.reduce(ReduceOp::Sum, grad.t(), 1, dbias, Tensor());
+}
+
 }  // namespace
 
-bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& out) {
+bool FastCpuBackend::linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                            const Tensor& out) {
   const int64_t rows = x.size(0), in = x.size(1), out_features = weight.size(0);
   if (x.dtype() != kFloat32 || rows == 0 || !narrow_gemm_fits(rows, out_features, in)) {
-    return false;
+    linear_by_gemm(*this, x, weight, bias, out);
+    return true;
   }
   const Tensor x_rows = x.contiguous(), b = bias.defined() ? bias.contiguous() : Tensor();
   const float* w = weight.data_ptr<float>();
@@ -64,14 +86,17 @@ bool linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Ten
   return true;
 }
 
-bool linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& dx,
-                     const Tensor& dweight, const Tensor& dbias) {
+bool FastCpuBackend::linear_backward(const Tensor& grad, const Tensor& x, const Tensor& weight,
+                                     const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
   const int64_t rows = grad.size(0), out_features = grad.size(1);
   const int64_t in = dx.defined() ? dx.size(1) : dweight.defined() ? dweight.size(1) : 0;
   const bool fits = grad.dtype() == kFloat32 && rows > 0 && in > 0 &&
                     (!dx.defined() || narrow_gemm_fits(rows, in, out_features)) &&
                     (!dweight.defined() || narrow_gemm_fits(out_features, in, rows));
-  if (!fits) return false;
+  if (!fits) {
+    linear_backward_by_gemm(*this, grad, x, weight, dx, dweight, dbias);
+    return true;
+  }
   const Tensor g_rows = grad.contiguous();
   const Tensor x_rows = dweight.defined() ? x.contiguous() : Tensor();
   const Tensor w = dx.defined() ? weight.contiguous() : Tensor();

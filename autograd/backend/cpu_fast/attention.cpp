@@ -1,0 +1,23 @@
+// FastCpuBackend's attention: short sequences in registers; else, up to 64 keys, one head's
+// products at a time; else false, and the op composes it (attention.h).
+#include "autograd/backend/cpu_fast/attention.h"
+
+#include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+
+namespace sg::cpu {
+
+bool FastCpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& mask, double scale, const Tensor& out,
+                               const Tensor& weights) {
+  return short_attention(q, k, v, mask, scale, out, weights) ||
+         gemm_attention(q, k, v, mask, scale, out, weights);
+}
+
+bool FastCpuBackend::attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                        const Tensor& v, const Tensor& weights, double scale,
+                                        const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+  return short_attention_backward(grad, q, k, v, weights, scale, dq, dk, dv) ||
+         gemm_attention_backward(grad, q, k, v, weights, scale, dq, dk, dv);
+}
+
+}  // namespace sg::cpu

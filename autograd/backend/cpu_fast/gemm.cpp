@@ -1,0 +1,280 @@
+// The fast matrix multiply. The reference (backend/cpu/gemm.cpp) makes one OpenBLAS call per
+// product; here small and narrow products take our own kernels (tiny_gemm.h, narrow_gemm.h), a
+// transposed operand of small products is packed into rows first, a batch of small products is
+// spread over the thread pool, and a single mid-sized product is split into blocks over it.
+// Large products, where none of that helps, go to the reference.
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "autograd/backend/blas_matrix.h"
+#include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+#include "autograd/backend/cpu_fast/narrow_gemm.h"
+#include "autograd/backend/cpu_fast/parallel.h"
+#include "autograd/backend/cpu_fast/tiny_gemm.h"
+#include "autograd/backend/cpu_fast/transpose.h"
+#include "autograd/blas.h"
+#include "autograd/factory.h"
+
+namespace sg::cpu {
+
+namespace {
+
+// Small products. OpenBLAS spends a fixed time per call before any arithmetic (argument checks,
+// buffer set-up, picking a kernel), and its small-matrix kernels are much slower when an operand
+// is transposed (measurements: bench/NOTES.md). Attention makes hundreds of tiny products per
+// matmul ([10, 8]·[8, 10] per head and sequence in the tiny config), so:
+//   - one row times a matrix (a decoding step: one query) is a plain loop here, several times
+//   faster;
+//   - a transposed operand of a batched product is first copied into rows where its matrices
+//     are tiny, and OpenBLAS then multiplies untransposed matrices, faster (bench_kernels);
+//     also where narrow_gemm then takes the products (a transposed b over >= 32 rows of a).
+constexpr int64_t kPackElements = 256;  // bigger ones: OpenBLAS reads them faster in place
+constexpr int64_t kPackedRows = 32;     // ...unless narrow_gemm takes them, over this many rows
+
+template <typename T>
+void row_times_matrix(const T* a, int64_t a_cs, const T* b, int64_t b_rs, int64_t b_cs, T* c,
+                      int64_t N, int64_t K, bool accumulate) {
+  if (b_cs == 1) {  // c (+)= sum over k of a[k] * b[k, :]
+    if (!accumulate) std::fill(c, c + N, T(0));
+    for (int64_t k = 0; k < K; ++k) {
+      const T ak = a[k * a_cs];
+      const T* bk = b + k * b_rs;
+#pragma omp simd
+      for (int64_t j = 0; j < N; ++j) c[j] += ak * bk[j];
+    }
+    return;
+  }
+  for (int64_t j = 0; j < N; ++j) {  // b transposed: dot products
+    T acc = 0;
+    for (int64_t k = 0; k < K; ++k) acc += a[k * a_cs] * b[k * b_rs + j * b_cs];
+    c[j] = accumulate ? c[j] + acc : acc;
+  }
+}
+
+// Copies rows x cols of a transposed BLAS matrix (stored [cols, rows], rows ld apart) into `dst`
+// as plain rows.
+template <typename T>
+void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
+  if constexpr (std::is_same_v<T, float>) {
+    transpose_into_rows(src, ld, cols, rows, 1.0f, dst, cols);
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = src[c * ld + r];
+    }
+  }
+}
+
+// How many threads OpenBLAS may use for one product. Waking a second thread costs microseconds
+// (far more on a busy machine), so products under kMinThreadedFlops run on the calling thread
+// alone, whatever the thread setting; bigger ones get every thread set (set_blas_threads).
+constexpr double kMinThreadedFlops = 16e6;
+
+class BlasThreads {
+ public:
+  explicit BlasThreads(double flops) {
+    if (flops >= kMinThreadedFlops) {
+      quiet_workers();  // OpenBLAS's threads are about to want every core
+      return;
+    }
+    saved_ = openblas_get_num_threads();
+    if (saved_ > 1) openblas_set_num_threads(1);
+  }
+  ~BlasThreads() {
+    if (saved_ > 1) openblas_set_num_threads(saved_);
+  }
+  BlasThreads(const BlasThreads&) = delete;
+  BlasThreads& operator=(const BlasThreads&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
+// Products of `work` multiply-adds each that make one grain of the thread pool (parallel.h).
+int64_t products_per_grain(int64_t work) {
+  return std::max<int64_t>(1, kParallelGrain * 8 / std::max<int64_t>(work, 1));
+}
+
+template <typename T>
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
+               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0f, a, int(lda), b, int(ldb), beta,
+                c, int(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), 1.0, a, int(lda), b, int(ldb), beta,
+                c, int(ldc));
+  }
+}
+
+// One product c = a·b + beta·c on the calling thread: a float product with a narrow output and b
+// in rows goes to narrow_gemm (about twice OpenBLAS's speed there), everything else to OpenBLAS.
+template <typename T>
+void one_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
+              int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (tb == CblasNoTrans && narrow_gemm_fits(M, N, K)) {
+      const bool a_in_rows = ta == CblasNoTrans;
+      return narrow_gemm(M, N, K, a, a_in_rows ? lda : 1, a_in_rows ? 1 : lda, b, ldb,
+                         /*bias=*/nullptr, c, ldc, /*accumulate=*/beta != 0.0f);
+    }
+  }
+  blas_gemm(ta, tb, M, N, K, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Products too small for OpenBLAS's own threads but of at least 2 x kMinSplitFlops (parallel.h)
+// are cut into blocks, one per thread of our pool (split_gemm).
+
+// One product c = a·b (+ c) cut into `parts` blocks, block p on thread p of the pool, which owns
+// the same share of rows in the kernels around it (parallel.h): when the product sums over many
+// rows (a weight gradient, xᵀ·g), each thread sums its own rows into a partial product and the
+// partials are added; otherwise the rows of a and c are cut, or the columns of b and c.
+template <typename T>
+void split_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int parts) {
+  enum class Cut {
+    kRows,
+    kColumns,
+    kSum
+  } cut = K >= 4 * std::max(M, N) ? Cut::kSum
+          : M >= N                ? Cut::kRows
+                                  : Cut::kColumns;
+  const int64_t length = cut == Cut::kSum ? K : cut == Cut::kRows ? M : N;
+  std::vector<T> partials(cut == Cut::kSum ? (parts - 1) * M * N : 0);
+  parallel_for(parts, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const int64_t first = length * p / parts, end = length * (p + 1) / parts;
+      if (cut == Cut::kSum) {  // a's columns and b's rows [first, end); thread 0 writes c itself
+        const T* ap = a + first * (ta == CblasNoTrans ? 1 : lda);
+        const T* bp = b + first * (tb == CblasNoTrans ? ldb : 1);
+        T* cp = p == 0 ? c : partials.data() + (p - 1) * M * N;
+        one_gemm(ta, tb, M, N, end - first, ap, lda, bp, ldb, p == 0 ? beta : T(0), cp, N);
+      } else if (cut == Cut::kRows) {  // rows [first, end) of a and c
+        const T* ap = a + first * (ta == CblasNoTrans ? lda : 1);
+        one_gemm(ta, tb, end - first, N, K, ap, lda, b, ldb, beta, c + first * N, N);
+      } else {  // columns [first, end) of b and c
+        const T* bp = b + first * (tb == CblasNoTrans ? 1 : ldb);
+        one_gemm(ta, tb, M, end - first, K, a, lda, bp, ldb, beta, c + first, N);
+      }
+    }
+  });
+  for (int64_t p = 1; p < parts && cut == Cut::kSum; ++p) {
+    const T* partial = partials.data() + (p - 1) * M * N;
+    for (int64_t i = 0; i < M * N; ++i) c[i] += partial[i];
+  }
+}
+
+// The product in one of the fast ways above; false where the reference's plain BLAS calls are
+// as fast (large products).
+template <typename T>
+bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+  const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
+  SG_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
+           "matmul: sizes M={} N={} K={} exceed what BLAS can index", M, N, K);
+  if (M == 0 || N == 0 || K == 0) return false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (tiny_gemm_fits(M, N, K)) {  // attention over short sequences: no OpenBLAS call per pair
+      const StridedMatrices ma{a.data_ptr<float>(), a.stride(0), a.stride(1), a.stride(2)};
+      const StridedMatrices mb{b.data_ptr<float>(), b.stride(0), b.stride(1), b.stride(2)};
+      float* pc = out.data_ptr<float>();
+      parallel_for(batch, products_per_grain(M * N * K), [&](int64_t lo, int64_t hi) {
+        tiny_gemm(hi - lo, M, N, K,
+                  {ma.data + lo * ma.batch_stride, ma.batch_stride, ma.row_stride, ma.col_stride},
+                  {mb.data + lo * mb.batch_stride, mb.batch_stride, mb.row_stride, mb.col_stride},
+                  pc + lo * M * N, accumulate);
+      });
+      return true;
+    }
+  }
+  const BlasMatrix blas_a = as_blas_matrix(a), blas_b = as_blas_matrix(b);
+  struct {  // the operands as OpenBLAS takes them; b's may become packed rows below
+    CBLAS_TRANSPOSE trans;
+    int64_t ld, batch_stride;
+  } A{blas_a.transposed ? CblasTrans : CblasNoTrans, blas_a.ld, blas_a.batch_stride},
+      B{blas_b.transposed ? CblasTrans : CblasNoTrans, blas_b.ld, blas_b.batch_stride};
+  const T* pa = blas_a.data.data_ptr<T>();
+  const T* pb = blas_b.data.data_ptr<T>();
+  T* pc = out.data_ptr<T>();
+  // A narrow float product whose b is a transposed view (a Linear layer's Wᵀ, at most 64 x K
+  // floats) is copied into rows once here, for narrow_gemm and every block of split_gemm.
+  std::vector<T> b_rows;
+  if (std::is_same_v<T, float> && batch == 1 && M > 1 && B.trans == CblasTrans &&
+      narrow_gemm_fits(M, N, K)) {
+    b_rows.resize(static_cast<size_t>(K * N));
+    pack_rows(pb, B.ld, K, N, b_rows.data());
+    pb = b_rows.data(), B.trans = CblasNoTrans, B.ld = N;
+  }
+  if (M == 1) {
+    const int64_t a_cs = A.trans == CblasNoTrans ? 1 : A.ld;
+    const int64_t b_rs = B.trans == CblasNoTrans ? B.ld : 1;
+    const int64_t b_cs = B.trans == CblasNoTrans ? 1 : B.ld;
+    parallel_for(batch, products_per_grain(N * K), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        row_times_matrix(pa + i * A.batch_stride, a_cs, pb + i * B.batch_stride, b_rs, b_cs,
+                         pc + i * N, N, K, accumulate);
+      }
+    });
+    return true;
+  }
+  const bool pack_a = batch > 1 && A.trans == CblasTrans && M * K <= kPackElements;
+  // A transposed b is also copied into rows where that lets narrow_gemm take the products and
+  // the copy is spread over enough rows of a (kPackedRows): attention's q·kᵀ and its gradients
+  // over 64-long sequences ([64, 32]·[32, 64]: faster than OpenBLAS, bench/NOTES.md). With
+  // 10 rows (annotated's heads) the copy, one element at a time, costs more than it saves.
+  const bool pack_b = batch > 1 && B.trans == CblasTrans &&
+                      (K * N <= kPackElements ||
+                       (std::is_same_v<T, float> && M >= kPackedRows && narrow_gemm_fits(M, N, K)));
+  const double flops = 2.0 * static_cast<double>(M * N * K);
+  const T beta = accumulate ? T(1) : T(0);
+  const bool narrow =
+      std::is_same_v<T, float> && B.trans == CblasNoTrans && narrow_gemm_fits(M, N, K);
+  if (!pack_a && !pack_b && !narrow && b_rows.empty() && flops >= kMinThreadedFlops) {
+    return false;  // a large product: OpenBLAS's own threads, one call each (the reference)
+  }
+  BlasThreads threads(flops);  // per product: the products of a batch run one by one, or...
+  auto products = [&](int64_t lo, int64_t hi) {
+    std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
+    T* packed_a = packed.data();
+    T* packed_b = packed.data() + (pack_a ? M * K : 0);
+    for (int64_t i = lo; i < hi; ++i) {
+      const T* ai = pa + i * A.batch_stride;
+      const T* bi = pb + i * B.batch_stride;
+      if (pack_a) pack_rows(ai, A.ld, M, K, packed_a);
+      if (pack_b) pack_rows(bi, B.ld, K, N, packed_b);
+      one_gemm(pack_a ? CblasNoTrans : A.trans, pack_b ? CblasNoTrans : B.trans, M, N, K,
+               pack_a ? packed_a : ai, pack_a ? K : A.ld, pack_b ? packed_b : bi, pack_b ? N : B.ld,
+               beta, pc + i * M * N, N);
+    }
+  };
+  if (batch == 1 && flops < kMinThreadedFlops && flops >= 2 * kMinSplitFlops) {
+    const int parts = static_cast<int>(std::min<double>(num_threads(), flops / kMinSplitFlops));
+    if (parts > 1) {
+      split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, parts);
+      return true;
+    }
+  }
+  // ...a batch of products small enough to run single-threaded (attention's, one per head and
+  // sequence) is split over our thread pool instead, each thread calling OpenBLAS on its own.
+  if (flops < kMinThreadedFlops) {
+    parallel_for(batch, products_per_grain(M * N * K), products);
+  } else {
+    products(0, batch);
+  }
+  return true;
+}
+
+}  // namespace
+
+void FastCpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+  warn_once_if_blas_is_slow();
+  const bool done = dispatch_floating(
+      "matmul", out.dtype(), [&]<typename T>() { return gemm_fast<T>(a, b, out, accumulate); });
+  if (!done) {
+    quiet_workers();  // OpenBLAS's threads are about to want every core
+    CpuBackend::gemm(a, b, out, accumulate);
+  }
+}
+
+}  // namespace sg::cpu
