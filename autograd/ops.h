@@ -78,7 +78,7 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor scalar_like(const Tensor& x, double value);
 
 // ---- reductions: ops/reduce.cpp ----
-// dims is one dim, sum(x, -1), or a list, sum(x, {0, 2}) (see Dims in shape.h); an empty list
+// dims is one dim, sum(x, -1), or a list, sum(x, {0, 2}) (Dims, in tensor.h); an empty list
 // means all dims.
 Tensor sum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 // dx = g broadcast back over dims

@@ -232,6 +232,8 @@ TEST(ReduceSingleDim, EveryWayOfWritingDimsAgrees) {
       EXPECT_TRUE(tensors_equal(x.var(d, 0, keepdim), var(x, {d}, 0, keepdim)));
       EXPECT_TRUE(tensors_equal(x.amax(d, keepdim), amax(x, {d}, keepdim)));
       EXPECT_TRUE(tensors_equal(x.amin(d, keepdim), amin(x, {d}, keepdim)));
+      EXPECT_TRUE(tensors_equal(amin(x, d, keepdim), x.amin({d}, keepdim)));
+      EXPECT_TRUE(tensors_equal(var(x, d, 1, keepdim), x.var({d}, 1, keepdim)));
     }
   }
   EXPECT_EQ(x.sum(-1, true).shape(), (Shape{2, 3, 1}));
