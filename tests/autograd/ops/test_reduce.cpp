@@ -1,6 +1,9 @@
 // Tests for autograd/ops/reduce.cpp: forward values against PyTorch, gradients by gradcheck,
 // edge cases (0-d, keepdim, negative dims, ties) and error messages.
+#include <gtest/gtest-spi.h>
+
 #include <cmath>
+#include <string>
 #include <type_traits>
 
 #include "tests/support/golden.h"
@@ -327,6 +330,27 @@ TEST(ReduceErrors, MaxOverAnEmptyDim) {
 }
 
 // ---- backward against PyTorch (float64, from a random upstream gradient) ----------------------
+
+TEST(ReduceBackward, AWrongGradientOrAnUntestedCaseFails) {
+  // The same forward with twice the gradient: value sum(x, 1), gradient 2 g.
+  auto doubled = [](const testing::GoldenInputs& in) {
+    return in.at("x").sum(1) * 2.0 - in.at("x").detach().sum(1);
+  };
+  auto result = testing::backward_matches_pytorch(golden("reduce", "sum_grad_dim1"), doubled);
+  EXPECT_FALSE(result);
+  EXPECT_NE(std::string(result.message()).find("the gradient of x differs"), std::string::npos)
+      << result.message();
+  // With no ops named, each of the file's 12 backward cases is reported as untested.
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+    testing::expect_backward_goldens("reduce", {});
+  }
+  ASSERT_EQ(failures.size(), 12);
+  EXPECT_NE(std::string(failures.GetTestPartResult(0).message()).find("has no op in the test"),
+            std::string::npos);
+}
 
 TEST(ReduceBackward, MatchesPyTorch) {
   using In = const testing::GoldenInputs&;
