@@ -5,7 +5,7 @@ Run it with Debian's own python3 and python3-torch (apt-get install python3-torc
 
     /usr/bin/python3 scripts/make_golden.py            # every family
     /usr/bin/python3 scripts/make_golden.py unary      # just one
-    /usr/bin/python3 scripts/make_golden.py --check    # regenerate in memory, compare, write nothing
+    /usr/bin/python3 scripts/make_golden.py --check    # regenerate in memory and compare
 
 Each module scripts/golden/<family>.py defines cases() returning {name: case(...)}; inputs are
 made from a fixed seed, outputs computed by PyTorch. The C++ tests read the files through
