@@ -7,7 +7,7 @@
 // through backend_for(device), then records how to send gradients back (autograd/node.h).
 // Notation: g = gradient of the output, y = the output, ⊙ = elementwise product. Gradients of
 // broadcast inputs are summed back to the input's shape by the engine (sum_to), not by the ops.
-// Tensor methods (x.exp(), x.sum({1})...) call these functions.
+// Tensor methods (x.exp(), x.sum(-1)...) call these functions.
 #pragma once
 
 #include <optional>
@@ -63,7 +63,8 @@ Tensor div(const Tensor& a, const Tensor& b);      // da = g / b, db = -g ⊙ a 
 Tensor pow(const Tensor& a, const Tensor& b);      // da = g ⊙ b a^(b-1), db = g ⊙ y ln a
 Tensor maximum(const Tensor& a, const Tensor& b);  // g goes to the larger (split evenly on ties)
 Tensor minimum(const Tensor& a, const Tensor& b);  // g goes to the smaller (split evenly on ties)
-// Comparisons and logic return bool tensors and have no gradient.
+// Comparisons and logic return bool tensors and have no gradient (the operators a == b, x < 0...
+// of tensor.h call these).
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Tensor& b);
@@ -76,17 +77,18 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor scalar_like(const Tensor& x, double value);
 
 // ---- reductions: ops/reduce.cpp ----
-// An empty `dims` list means all dims.
-Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// dims is one dim, sum(x, -1), or a list, sum(x, {0, 2}) (Dims, in tensor.h); an empty list
+// means all dims.
+Tensor sum(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 // dx = g broadcast back over dims
-Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 // dx = g / n broadcast back
 // Variance with Bessel's `correction` (1 = unbiased, as torch.var; 0 = population).
-Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, int64_t correction = 1,
+Tensor var(const Tensor& x, const Dims& dims = {}, int64_t correction = 1,
            bool keepdim = false);  // dx = 2 g ⊙ (x - mean) / (n - correction)
-Tensor amax(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amax(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 // g split evenly among the maxima
-Tensor amin(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const Dims& dims = {}, bool keepdim = false);
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 // values, indices; dx = g scattered to indices
 std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);

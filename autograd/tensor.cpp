@@ -263,16 +263,14 @@ Tensor Tensor::gt(double o) const { return sg::gt(*this, scalar_like(*this, o));
 Tensor Tensor::ge(double o) const { return sg::ge(*this, scalar_like(*this, o)); }
 
 Tensor Tensor::sum() const { return sg::sum(*this); }
-Tensor Tensor::sum(const std::vector<int64_t>& dims, bool keepdim) const {
-  return sg::sum(*this, dims, keepdim);
-}
+Tensor Tensor::sum(const Dims& dims, bool keepdim) const { return sg::sum(*this, dims, keepdim); }
 Tensor Tensor::mean() const { return sg::mean(*this); }
-Tensor Tensor::mean(const std::vector<int64_t>& dims, bool keepdim) const {
-  return sg::mean(*this, dims, keepdim);
-}
-Tensor Tensor::var(const std::vector<int64_t>& dims, int64_t correction, bool keepdim) const {
+Tensor Tensor::mean(const Dims& dims, bool keepdim) const { return sg::mean(*this, dims, keepdim); }
+Tensor Tensor::var(const Dims& dims, int64_t correction, bool keepdim) const {
   return sg::var(*this, dims, correction, keepdim);
 }
+Tensor Tensor::amax(const Dims& dims, bool keepdim) const { return sg::amax(*this, dims, keepdim); }
+Tensor Tensor::amin(const Dims& dims, bool keepdim) const { return sg::amin(*this, dims, keepdim); }
 Tensor Tensor::max() const { return sg::amax(*this); }
 std::pair<Tensor, Tensor> Tensor::max(int64_t d, bool keepdim) const {
   return sg::max(*this, d, keepdim);
@@ -316,5 +314,24 @@ Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(b, a), b); 
 Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(b, a), b); }
 Tensor operator/(double a, const Tensor& b) { return div(scalar_like(b, a), b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
+
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, double b) { return eq(a, scalar_like(a, b)); }
+Tensor operator!=(const Tensor& a, double b) { return ne(a, scalar_like(a, b)); }
+Tensor operator<(const Tensor& a, double b) { return lt(a, scalar_like(a, b)); }
+Tensor operator<=(const Tensor& a, double b) { return le(a, scalar_like(a, b)); }
+Tensor operator>(const Tensor& a, double b) { return gt(a, scalar_like(a, b)); }
+Tensor operator>=(const Tensor& a, double b) { return ge(a, scalar_like(a, b)); }
+Tensor operator==(double a, const Tensor& b) { return eq(scalar_like(b, a), b); }
+Tensor operator!=(double a, const Tensor& b) { return ne(scalar_like(b, a), b); }
+Tensor operator<(double a, const Tensor& b) { return lt(scalar_like(b, a), b); }
+Tensor operator<=(double a, const Tensor& b) { return le(scalar_like(b, a), b); }
+Tensor operator>(double a, const Tensor& b) { return gt(scalar_like(b, a), b); }
+Tensor operator>=(double a, const Tensor& b) { return ge(scalar_like(b, a), b); }
 
 }  // namespace sg

@@ -9,6 +9,7 @@
 // storage with their base; contiguous() and clone() are the explicit copies.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -26,6 +27,23 @@ namespace sg {
 
 class Node;
 class Tensor;
+
+// The dims a reduction runs over: one dim or a list, as LibTorch's IntArrayRef takes either, so
+// x.sum(-1), x.sum({-1}) and x.sum({0, 2}) all read as in PyTorch. An empty list means all dims.
+class Dims {
+ public:
+  Dims() = default;
+  Dims(int64_t dim) : dims_{dim} {}  // NOLINT: x.sum(-1), a single dim
+  Dims(std::initializer_list<int64_t> dims) : dims_(dims) {}
+  Dims(std::vector<int64_t> dims) : dims_(std::move(dims)) {}  // NOLINT
+  // x.sum(true) would be dim 1; keepdim is the second argument: x.sum(dims, true).
+  template <std::same_as<bool> B>
+  Dims(B) = delete;
+  const std::vector<int64_t>& vec() const { return dims_; }
+
+ private:
+  std::vector<int64_t> dims_;
+};
 
 // Options for factories, chainable: TensorOptions().dtype(kFloat64).requires_grad(true).
 class TensorOptions {
@@ -175,11 +193,14 @@ class Tensor {
   Tensor ge(double other) const;
 
   // ---- reductions (autograd/ops/reduce.cpp) ----
+  // dims is one dim or a list: x.sum(-1, true), x.mean({0, 2}); an empty list means all dims.
   Tensor sum() const;
-  Tensor sum(const std::vector<int64_t>& dims, bool keepdim = false) const;
+  Tensor sum(const Dims& dims, bool keepdim = false) const;
   Tensor mean() const;
-  Tensor mean(const std::vector<int64_t>& dims, bool keepdim = false) const;
-  Tensor var(const std::vector<int64_t>& dims, int64_t correction = 1, bool keepdim = false) const;
+  Tensor mean(const Dims& dims, bool keepdim = false) const;
+  Tensor var(const Dims& dims, int64_t correction = 1, bool keepdim = false) const;
+  Tensor amax(const Dims& dims = {}, bool keepdim = false) const;
+  Tensor amin(const Dims& dims = {}, bool keepdim = false) const;
   Tensor max() const;
   std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
   Tensor min() const;
@@ -236,6 +257,28 @@ Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
 Tensor operator-(const Tensor& a);
+
+// Elementwise comparisons with broadcasting, as in PyTorch: bool tensors, for masks
+// (x.masked_fill(x == 0, v), 0 < x). They compare values; whether two handles are the same tensor
+// is a.is_same(b).
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, double b);
+Tensor operator!=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+Tensor operator==(double a, const Tensor& b);
+Tensor operator!=(double a, const Tensor& b);
+Tensor operator<(double a, const Tensor& b);
+Tensor operator<=(double a, const Tensor& b);
+Tensor operator>(double a, const Tensor& b);
+Tensor operator>=(double a, const Tensor& b);
 
 }  // namespace sg
 

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   fmt::print("from_vector<double>({{1, 2, 3, 4}}, {{2, 2}}) =\n{}\n",
              sg::from_vector<double>({1, 2, 3, 4}, {2, 2}));
   fmt::print("randn({{2, 3}}) =\n{}\n", sg::randn({2, 3}));
-  fmt::print("arange(5) > 2 = {}   (bool: 1 byte per element)\n", sg::arange(5).gt(2));
+  fmt::print("arange(5) > 2 = {}   (bool: 1 byte per element)\n", sg::arange(5) > 2);
   fmt::print("scalar_tensor(3.5) = {}   (0-d: shape [], one element)\n", sg::scalar_tensor(3.5));
 
   fmt::print("\n== 7. Printing: more than 1000 elements are summarised with ...\n");

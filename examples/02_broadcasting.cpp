@@ -52,11 +52,11 @@ int main(int argc, char** argv) {
   fmt::print("exp(x)     = {}\n", x.exp());
   fmt::print("2 * x + 1  = {}\n", 2.0 * x + 1.0);
   fmt::print("sigmoid(x) = {}\n", x.sigmoid());
-  fmt::print("x > 0      = {}   (comparisons give bool)\n", x.gt(0));
+  fmt::print("x > 0      = {}   (comparisons give bool)\n", x > 0);
   // Promotion: bool < int64 < float32 < float64, as PyTorch does for two tensors.
   sg::Tensor ids = sg::arange(3);  // int64
   fmt::print("int64 + float32 -> {}; int64 + 0.5 -> {}; bool * float32 -> {}\n",
-             (ids + sg::ones({3})).dtype(), (ids + 0.5).dtype(), (x.gt(0) * x).dtype());
+             (ids + sg::ones({3})).dtype(), (ids + 0.5).dtype(), ((x > 0) * x).dtype());
 
   fmt::print("\n== 3. When shapes do not broadcast\n");
   try {
@@ -70,17 +70,17 @@ int main(int argc, char** argv) {
   sg::Tensor m = sg::tensor({{1, 2, 3}, {4, 5, 9}});  // [2, 3]
   fmt::print("m =\n{}\n", m);
   fmt::print("m.sum()               = {}  (shape [])\n", m.sum());
-  fmt::print("m.sum({{1}})            = {}  (shape {})\n", m.sum({1}), m.sum({1}).shape());
-  fmt::print("m.sum({{1}}, keepdim)   = shape {}, to broadcast against m:\n{}\n",
-             m.sum({1}, true).shape(), m.sum({1}, true));
+  fmt::print("m.sum(1)              = {}  (shape {})\n", m.sum(1), m.sum(1).shape());
+  fmt::print("m.sum(1, keepdim)     = shape {}, to broadcast against m:\n{}\n",
+             m.sum(1, true).shape(), m.sum(1, true));
   auto [values, indices] = m.max(1);
   fmt::print("m.max(1)              = values {}, indices {}\n", values, indices);
   // keepdim keeps a size-1 dim so the result broadcasts back against m: centre each row.
-  sg::Tensor centred = m - m.mean({1}, true);  // [2, 3] - [2, 1]
-  fmt::print("m - m.mean({{1}}, keepdim) =\n{}\n", centred);
-  check(centred.sum({1}).abs().max().item<double>() < 1e-6, "every centred row sums to 0");
+  sg::Tensor centred = m - m.mean(1, true);  // [2, 3] - [2, 1]
+  fmt::print("m - m.mean(1, keepdim) =\n{}\n", centred);
+  check(centred.sum(1).abs().max().item<double>() < 1e-6, "every centred row sums to 0");
   try {
-    (void)(m - m.mean({1}));  // [2, 3] - [2]: lines up the 2 with the 3
+    (void)(m - m.mean(1));  // [2, 3] - [2]: lines up the 2 with the 3
     check(false, "without keepdim the shapes should not broadcast");
   } catch (const sg::Error& e) {
     fmt::print("  without keepdim: {}\n", e.what());

@@ -35,10 +35,10 @@ class BagOfTokens : public sg::nn::Module {
     embed = register_module("embed", std::make_shared<sg::nn::Embedding>(kVocab, dim, kPad));
     fc = register_module("fc", std::make_shared<sg::nn::Linear>(dim, 2));
   }
-  sg::Tensor forward(const sg::Tensor& tokens) {                                   // [B, L] int64
-    sg::Tensor real = tokens.ne(kPad).unsqueeze(-1).to(sg::kFloat32);              // [B, L, 1]
-    sg::Tensor pooled = (embed->forward(tokens) * real).sum({1}) / real.sum({1});  // [B, D]
-    return fc->forward(pooled);                                                    // [B, 2]
+  sg::Tensor forward(const sg::Tensor& tokens) {                               // [B, L] int64
+    sg::Tensor real = (tokens != kPad).unsqueeze(-1).to(sg::kFloat32);         // [B, L, 1]
+    sg::Tensor pooled = (embed->forward(tokens) * real).sum(1) / real.sum(1);  // [B, D]
+    return fc->forward(pooled);                                                // [B, 2]
   }
   std::shared_ptr<sg::nn::Embedding> embed;
   std::shared_ptr<sg::nn::Linear> fc;
@@ -47,16 +47,16 @@ class BagOfTokens : public sg::nn::Module {
 // Random sequences of 2..kLength tokens in [1, kVocab), padded with 0; label 1 if one is kNeedle.
 std::pair<sg::Tensor, sg::Tensor> make_batch(int64_t n) {
   sg::Tensor tokens = sg::randint(1, kVocab, {n, kLength});
-  sg::Tensor lengths = sg::randint(2, kLength + 1, {n, 1});                 // [n, 1]
-  sg::Tensor padding = sg::arange(kLength).view({1, kLength}).ge(lengths);  // [n, L]: t >= len
+  sg::Tensor lengths = sg::randint(2, kLength + 1, {n, 1});                // [n, 1]
+  sg::Tensor padding = sg::arange(kLength).view({1, kLength}) >= lengths;  // [n, L]: t >= len
   tokens = sg::where(padding, sg::zeros({}, sg::kInt64), tokens);
-  sg::Tensor labels = sg::amax(tokens.eq(kNeedle).to(sg::kInt64), {1});  // [n]: any token == 3
+  sg::Tensor labels = (tokens == kNeedle).to(sg::kInt64).amax(1);  // [n]: any token == 3
   return {tokens, labels};
 }
 
 double accuracy(BagOfTokens& model, const sg::Tensor& tokens, const sg::Tensor& labels) {
   sg::NoGradGuard no_grad;
-  return model.forward(tokens).argmax(-1).eq(labels).to(sg::kFloat32).mean().item<double>();
+  return (model.forward(tokens).argmax(-1) == labels).to(sg::kFloat32).mean().item<double>();
 }
 
 }  // namespace

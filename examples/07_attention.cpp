@@ -84,8 +84,8 @@ int main(int argc, char** argv) {
              vr = sg::randn({2, 2, 5, 8});
   sg::Tensor wr = sg::nn::scaled_dot_product_attention(qr, kr, vr).weights;  // [B, H, T, S]
   fmt::print("  weights {}: row sums range from {:.7f} to {:.7f}\n", wr.shape(),
-             wr.sum({-1}).min().item<double>(), wr.sum({-1}).max().item<double>());
-  check(max_diff(wr.sum({-1}), sg::ones({2, 2, 5})) < 1e-6, "softmax over the keys: rows sum to 1");
+             wr.sum(-1).min().item<double>(), wr.sum(-1).max().item<double>());
+  check(max_diff(wr.sum(-1), sg::ones({2, 2, 5})) < 1e-6, "softmax over the keys: rows sum to 1");
 
   fmt::print("\n== 3. The padding mask [B, 1, 1, S]: no query may look at a pad key\n");
   sg::Tensor tokens = sg::tensor({{5, 7, 9, 2, 0}, {3, 4, 0, 0, 0}}, sg::kInt64);  // 0 = pad
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
              wp.select(0, 1).select(0, 0));
   check(wp.narrow(0, 1, 1).narrow(3, 2, 3).abs().max().item<double>() == 0.0,
         "sequence 1 puts exactly 0 weight on its three pad keys");
-  check(max_diff(wp.sum({-1}), sg::ones({2, 2, 5})) < 1e-6, "and its rows still sum to 1");
+  check(max_diff(wp.sum(-1), sg::ones({2, 2, 5})) < 1e-6, "and its rows still sum to 1");
 
   fmt::print("\n== 4. The causal mask [1, 1, T, T]: query t sees keys 0..t only\n");
   sg::Tensor causal = sg::nn::make_causal_mask(5);
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   check(std::abs(wc.at<float>({0, 0, 0, 0}) - 1.0f) < 1e-6, "query 0 can only see key 0: weight 1");
 
   fmt::print("\n== 5. A fully masked row\n");
-  sg::Tensor none_for_row_1 = sg::tensor({{1.0, 1.0, 1.0, 1.0}, {0.0, 0.0, 0.0, 0.0}}).ne(0);
+  sg::Tensor none_for_row_1 = sg::tensor({{1.0, 1.0, 1.0, 1.0}, {0.0, 0.0, 0.0, 0.0}}) != 0;
   // The naive recipe (masked_fill with -inf, then softmax) divides 0 by 0 on such a row:
   sg::Tensor naive =
       (q.matmul(k.t()) / 2)

@@ -26,8 +26,8 @@ double max_diff(const sg::Tensor& a, const sg::Tensor& b) {
 
 // Largest distance of any position's mean from 0 and of its (biased) variance from 1.
 std::pair<double, double> worst_mean_var(const sg::Tensor& y) {
-  sg::Tensor mean = y.mean({-1}, true);
-  sg::Tensor var = ((y - mean) * (y - mean)).mean({-1});
+  sg::Tensor mean = y.mean(-1, true);
+  sg::Tensor var = ((y - mean) * (y - mean)).mean(-1);
   return {mean.abs().max().item<double>(), (var - 1).abs().max().item<double>()};
 }
 
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   sg::nn::Dropout dropout(0.25);
   sg::Tensor ones = sg::ones({10000});
   sg::Tensor dropped = dropout(ones);
-  const double zero_fraction = dropped.eq(0).to(sg::kFloat32).mean().item<double>();
+  const double zero_fraction = (dropped == 0).to(sg::kFloat32).mean().item<double>();
   fmt::print(
       "  train: {:.3f} of the elements zeroed, survivors = {:.4f} = 1 / (1 - 0.25), mean {:.3f}\n",
       zero_fraction, dropped.max().item<double>(), dropped.mean().item<double>());

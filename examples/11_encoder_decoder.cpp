@@ -30,8 +30,8 @@ double max_diff(const sg::Tensor& a, const sg::Tensor& b) {
 sg::Tensor copy_batch(int64_t batch, int64_t L, int64_t vocab) {
   sg::Tensor positions = sg::arange(L).view({1, L});
   sg::Tensor tokens = sg::randint(2, vocab, {batch, L});
-  tokens = sg::where(positions.eq(0), sg::scalar_tensor(1, sg::kInt64), tokens);  // start symbol
-  sg::Tensor padding = positions.ge(sg::randint(3, L + 1, {batch, 1}));
+  tokens = sg::where(positions == 0, sg::scalar_tensor(1, sg::kInt64), tokens);  // start symbol
+  sg::Tensor padding = positions >= sg::randint(3, L + 1, {batch, 1});
   return sg::where(padding, sg::scalar_tensor(0, sg::kInt64), tokens);
 }
 

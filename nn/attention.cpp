@@ -47,7 +47,7 @@ Tensor make_padding_mask(const Tensor& tokens, int64_t pad) {
   SG_CHECK(tokens.dtype() == kInt64 && tokens.dim() == 2,
            "make_padding_mask: expected int64 tokens of shape [B, S], got {} of shape {}",
            tokens.dtype(), tokens.shape());
-  return tokens.ne(static_cast<double>(pad)).unsqueeze(1).unsqueeze(2);  // [B, 1, 1, S]
+  return (tokens != static_cast<double>(pad)).unsqueeze(1).unsqueeze(2);  // [B, 1, 1, S]
 }
 
 Tensor make_causal_mask(int64_t T, Device device) {
@@ -55,7 +55,7 @@ Tensor make_causal_mask(int64_t T, Device device) {
   const TensorOptions options = TensorOptions(kInt64).device(device);
   Tensor query = arange(static_cast<double>(T), options).view({T, 1});
   Tensor key = arange(static_cast<double>(T), options).view({1, T});
-  return key.le(query).view({1, 1, T, T});  // key position <= query position
+  return (key <= query).view({1, 1, T, T});  // key position <= query position
 }
 
 }  // namespace sg::nn

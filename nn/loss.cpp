@@ -45,7 +45,7 @@ Rows flatten_rows(std::string_view op, const Tensor& scores, const Tensor& targe
   Rows rows;
   rows.scores = scores.reshape({N, C});
   Tensor t = target.reshape({N, 1});
-  rows.valid = t.ne(static_cast<double>(ignore_index));
+  rows.valid = t != static_cast<double>(ignore_index);
   rows.safe_target = where(rows.valid, t, zeros({}, t.options()));
   rows.count = rows.valid.to(kInt64).sum().to(scores.dtype());
   return rows;
@@ -84,7 +84,7 @@ Tensor cross_entropy_composed(const Tensor& logits, const Tensor& target, int64_
   Tensor nll = -gather(log_probs, 1, rows.safe_target);  // [N, 1] -log p_t
   Tensor per_row = nll * (1.0 - label_smoothing);
   if (label_smoothing > 0) {
-    Tensor uniform = -log_probs.sum({1}, /*keepdim=*/true) / C;  // [N, 1] -Σ_c log p_c / C
+    Tensor uniform = -log_probs.sum(1, /*keepdim=*/true) / C;  // [N, 1] -Σ_c log p_c / C
     per_row = per_row + uniform * label_smoothing;
   }
   per_row = where(rows.valid, per_row, zeros({}, per_row.options()));

@@ -2,6 +2,8 @@
 # Installs scratchgrad's build dependencies from Debian 12 packages, only those that are missing.
 # Runs apt-get as root, or through sudo when run as another user. Safe to run again: with
 # everything present it changes nothing and needs no network.
+#   bash scripts/install_deps.sh            # what building and testing need
+#   bash scripts/install_deps.sh --golden   # and python3-torch, for scripts/make_golden.py
 set -euo pipefail
 
 packages=(
@@ -16,6 +18,12 @@ packages=(
   nlohmann-json3-dev # golden test files, metrics
   clang-format       # the style check in .ci/run
 )
+for arg in "$@"; do
+  case $arg in
+    --golden) packages+=(python3-torch) ;;  # PyTorch's golden values (scripts/check_golden.sh)
+    *) echo "install_deps: unknown argument '$arg' (expected --golden)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for package in "${packages[@]}"; do

@@ -103,14 +103,14 @@ void check_not_empty(std::string_view op, const Tensor& x, const std::vector<int
 // ---- sum ----
 // y = Σ x over dims. Backward: each x element contributed once to its output element, so
 // dx = g broadcast back over the reduced dims.
-Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
   SG_PROFILE_OP("sum");
   // A 0-d tensor is its own sum; treat it as [1] so the kernel always has a dim to walk.
   if (x.dim() == 0) {
-    (void)reduced_dims_of("sum", dims, 0);
+    (void)reduced_dims_of("sum", dims.vec(), 0);
     return sum(x.view({1}), {}, false);
   }
-  std::vector<int64_t> reduced = reduced_dims_of("sum", dims, x.dim());
+  std::vector<int64_t> reduced = reduced_dims_of("sum", dims.vec(), x.dim());
   // Booleans count: sum of a bool or int64 tensor is int64, as in PyTorch.
   Tensor input = is_floating(x.dtype()) ? x : detail::convert(x, kInt64);
   Tensor out = run_reduce(ReduceOp::Sum, input, reduced);
@@ -124,10 +124,10 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 
 // ---- mean ----
 // y = Σ x / n: composed from sum and a division, so its gradient g / n needs no code here.
-Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
   SG_PROFILE_OP("mean");
   SG_CHECK(x.is_floating_point(), "mean: expected a floating point tensor, got {}", x.dtype());
-  std::vector<int64_t> reduced = reduced_dims_of("mean", dims, x.dim());
+  std::vector<int64_t> reduced = reduced_dims_of("mean", dims.vec(), x.dim());
   const int64_t n = reduced_count(x.shape(), reduced);
   return sum(x, dims, keepdim) / static_cast<double>(n);  // n == 0 gives NaN, as in PyTorch
 }
@@ -136,10 +136,10 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 // var = Σ (x - mean)² / (n - correction). Composed from mean, sub, mul and sum, so autograd
 // derives dx = 2 g (x - mean) / (n - correction) by itself (the mean's own gradient term sums to
 // zero). Two passes over the data, as in the textbook formula; no catastrophic cancellation.
-Tensor var(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
+Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim) {
   SG_PROFILE_OP("var");
   SG_CHECK(x.is_floating_point(), "var: expected a floating point tensor, got {}", x.dtype());
-  std::vector<int64_t> reduced = reduced_dims_of("var", dims, x.dim());
+  std::vector<int64_t> reduced = reduced_dims_of("var", dims.vec(), x.dim());
   const int64_t n = reduced_count(x.shape(), reduced);
   Tensor centered = x - mean(x, dims, /*keepdim=*/true);
   // PyTorch clamps the divisor at 0: a single element with correction 1 gives 0/0 = NaN.
@@ -174,13 +174,13 @@ Tensor extreme(std::string_view op, ReduceOp kind, const Tensor& x,
 }
 }  // namespace
 
-Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
   SG_PROFILE_OP("amax");
-  return extreme("amax", ReduceOp::Max, x, dims, keepdim);
+  return extreme("amax", ReduceOp::Max, x, dims.vec(), keepdim);
 }
-Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) {
   SG_PROFILE_OP("amin");
-  return extreme("amin", ReduceOp::Min, x, dims, keepdim);
+  return extreme("amin", ReduceOp::Min, x, dims.vec(), keepdim);
 }
 
 // ---- max / min along one dim, with indices ----

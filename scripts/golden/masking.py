@@ -1,7 +1,7 @@
 """Golden values for autograd/ops/masking.cpp: where, masked_fill, tril, triu."""
 import torch
 
-from golden._common import case, randn
+from golden._common import backward_case, case, randn
 
 
 def cases():
@@ -29,4 +29,17 @@ def cases():
         name = f"{'m' if diagonal < 0 else ''}{abs(diagonal)}"
         c[f"tril_diagonal_{name}"] = case({"x": x}, {"out": x.tril(diagonal)}, diagonal=diagonal)
         c[f"triu_diagonal_{name}"] = case({"x": x}, {"out": x.triu(diagonal)}, diagonal=diagonal)
+
+    # Backward (float64, from a random upstream gradient): masked entries get no gradient, and
+    # the broadcast operands of where get theirs summed.
+    cond = torch.rand(3, 1) > 0.5
+    cond[0, 0], cond[1, 0] = True, False
+    c["where_grad_broadcast"] = backward_case(torch.where, {"condition": cond, "input": randn(1, 4),
+                                                           "other": randn(3, 4)})
+    mask = torch.rand(3, 1) > 0.5
+    mask[0, 0], mask[1, 0] = True, False
+    c["masked_fill_grad_broadcast"] = backward_case(lambda x, mask: x.masked_fill(mask, -1.5),
+                                                    {"x": randn(2, 3, 4), "mask": mask})
+    c["tril_grad_diagonal_m1"] = backward_case(lambda x: x.tril(-1), {"x": randn(2, 4, 5)})
+    c["triu_grad_diagonal_1"] = backward_case(lambda x: x.triu(1), {"x": randn(2, 4, 5)})
     return c

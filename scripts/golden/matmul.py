@@ -3,7 +3,7 @@
 Views (transposes, strided slices) are made by the C++ test from the stored contiguous inputs;
 the case's name says which view, and the output is what torch.matmul gives on that view.
 """
-from golden._common import case, randn
+from golden._common import backward_case, case, randn
 
 
 def product(a, b, **params):
@@ -35,4 +35,22 @@ def cases():
     c["sliced_columns"] = case({"a": a, "b": b}, {"out": a[:, ::2][:, :4] @ b})
     q, k = randn(2, 3, 5, 8), randn(2, 3, 7, 8)
     c["attention_scores"] = case({"q": q, "k": k}, {"out": q @ k.transpose(-2, -1)})
+
+    # Backward on every rank combination (float64, from a random upstream gradient): the
+    # gradients of 1-D operands and of broadcast batch dims are the easy ones to get wrong.
+    def grad_case(a_shape, b_shape):
+        return backward_case(lambda a, b: a @ b, {"a": randn(*a_shape), "b": randn(*b_shape)})
+    c["grad_dot"] = grad_case((7,), (7,))
+    c["grad_matrix_matrix"] = grad_case((3, 4), (4, 5))
+    c["grad_vector_matrix"] = grad_case((4,), (4, 5))
+    c["grad_matrix_vector"] = grad_case((3, 4), (4,))
+    c["grad_vector_batched"] = grad_case((4,), (2, 4, 5))
+    c["grad_batched_vector"] = grad_case((2, 3, 4), (4,))
+    c["grad_batched_batched"] = grad_case((2, 3, 4), (2, 4, 5))
+    c["grad_matrix_batched"] = grad_case((3, 4), (2, 4, 5))
+    c["grad_broadcast_batch"] = grad_case((2, 1, 3, 4), (5, 4, 2))
+    c["grad_broadcast_both"] = grad_case((1, 3, 2, 4), (2, 1, 4, 5))
+    # The test multiplies transposed views of the stored a [4, 3] and b [5, 4]: a.t() @ b.t().
+    c["grad_transposed_both"] = backward_case(lambda a, b: a.t() @ b.t(),
+                                              {"a": randn(4, 3), "b": randn(5, 4)})
     return c

@@ -5,7 +5,7 @@ test runs the same call. A transposed case is made by the C++ test (x.transpose(
 """
 import torch
 
-from golden._common import case, randn
+from golden._common import backward_case, case, randn
 
 
 def reduction(fn, x, dims, keepdim=False, **extra):
@@ -46,4 +46,27 @@ def cases():
                                               "argmin": torch.argmin(x, 1)}, dim=1)
     x = randn(4, 3)
     c["sum_transposed_dim1"] = case({"x": x}, {"out": x.t().sum(1)}, dims=[1], keepdim=False)
+
+    # Backward (float64, from a random upstream gradient). The C++ test runs the call each name
+    # says; "ties" inputs are small whole numbers, so the maxima repeat.
+    def grad(fn, *shape):
+        return backward_case(fn, {"x": randn(*shape)})
+
+    def ties(*shape):
+        return torch.randint(0, 3, shape).double()
+    c["sum_grad_dim1"] = grad(lambda x: x.sum(1), 3, 4, 5)
+    c["sum_grad_all"] = grad(lambda x: x.sum(), 3, 4)
+    c["sum_grad_dims_neg1_0_keepdim"] = grad(lambda x: x.sum((-1, 0), keepdim=True), 2, 3, 4)
+    c["sum_grad_transposed_dim1"] = grad(lambda x: x.t().sum(1), 4, 3)
+    c["mean_grad_dims02"] = grad(lambda x: x.mean((0, 2)), 2, 3, 4)
+    c["mean_grad_dim_neg1_keepdim"] = grad(lambda x: x.mean(-1, keepdim=True), 3, 5)
+    c["var_grad_dim1"] = grad(lambda x: x.var(1), 4, 6)
+    c["var_grad_population_dims01_keepdim"] = grad(
+        lambda x: x.var((0, 1), correction=0, keepdim=True), 3, 4, 5)
+    # amax/amin split g evenly among ties; max/min along a dim send it to the returned index.
+    c["amax_grad_dim1_ties"] = backward_case(lambda x: x.amax(1), {"x": ties(3, 5)})
+    c["amin_grad_dims01_keepdim_ties"] = backward_case(lambda x: x.amin((0, 1), keepdim=True),
+                                                       {"x": ties(2, 3, 4)})
+    c["max_grad_dim0"] = grad(lambda x: x.max(0).values, 4, 5)
+    c["min_grad_dim_neg2_keepdim"] = grad(lambda x: x.min(-2, keepdim=True).values, 3, 4, 2)
     return c

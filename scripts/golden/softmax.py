@@ -2,7 +2,7 @@
 large logits (stability), rows with -inf (masked attention scores), and masked_softmax."""
 import torch
 
-from golden._common import case, randn
+from golden._common import backward_case, case, randn
 
 
 def both(x, dim):
@@ -47,4 +47,18 @@ def cases():
     x = randn(2, 40, 40)
     mask = torch.ones(40, 40, dtype=torch.bool).tril()
     c["masked_causal_long"] = case({"x": x, "mask": mask}, {"out": masked(x, mask)})
+    # Backward, from a random upstream gradient (scripts/golden/_common.py: backward_case).
+    for name, fn in [("softmax", torch.softmax), ("log_softmax", torch.log_softmax)]:
+        c[f"{name}_grad_last_dim"] = backward_case(lambda x: fn(x, -1), {"x": randn(3, 5)}, dim=-1)
+        c[f"{name}_grad_middle_dim"] = backward_case(lambda x: fn(x, 1), {"x": randn(2, 3, 4)},
+                                                     dim=1)
+        x = randn(3, 4)
+        x[0, 2:] = float("-inf")  # a causal-mask row
+        c[f"{name}_grad_masked_row"] = backward_case(lambda x: fn(x, 1), {"x": x}, dim=1)
+    mask = torch.rand(3, 5) > 0.4
+    mask[:, 0] = True
+    c["masked_grad"] = backward_case(masked, {"x": randn(2, 3, 5), "mask": mask})
+    mask = mask.clone()
+    mask[1, :] = False  # a query with nothing to attend to: all zeros, and no gradient
+    c["masked_grad_empty_row"] = backward_case(masked, {"x": randn(2, 3, 5), "mask": mask})
     return c

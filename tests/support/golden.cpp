@@ -1,8 +1,11 @@
 #include "tests/support/golden.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <memory>
+
+#include "tests/support/testing.h"
 
 namespace sg::testing {
 
@@ -48,8 +51,49 @@ Tensor GoldenCase::tensor_at(const char* section, const std::string& name) const
 Tensor GoldenCase::input(const std::string& name) const { return tensor_at("inputs", name); }
 Tensor GoldenCase::output(const std::string& name) const { return tensor_at("outputs", name); }
 
-const GoldenCase& golden(const std::string& file, const std::string& name) {
-  static std::map<std::string, std::map<std::string, std::unique_ptr<GoldenCase>>> cache;
+std::vector<std::string> GoldenCase::input_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : data_.at("inputs").items()) names.push_back(name);
+  return names;
+}
+
+::testing::AssertionResult backward_matches_pytorch(
+    const GoldenCase& c, const std::function<Tensor(const GoldenInputs&)>& op, double atol,
+    double rtol) {
+  const auto leaf_names = c.param<std::vector<std::string>>("grad_inputs");
+  auto is_leaf = [&](const std::string& name) {
+    return std::find(leaf_names.begin(), leaf_names.end(), name) != leaf_names.end();
+  };
+  GoldenInputs inputs;
+  for (const std::string& name : c.input_names()) {
+    if (name == "grad_out") continue;
+    Tensor t = c.input(name);
+    if (is_leaf(name)) t = t.to(kFloat64).requires_grad_(true);
+    inputs[name] = t;
+  }
+  Tensor out = op(inputs);
+  if (auto same = tensors_near(out.detach(), c.output("out"), atol, rtol); !same) {
+    return ::testing::AssertionFailure()
+           << c.name() << ": output differs from PyTorch's; " << same.message();
+  }
+  out.backward(c.input("grad_out"));
+  for (const std::string& name : leaf_names) {
+    const Tensor& leaf = inputs.at(name);
+    // No gradient at all is a zero gradient (PyTorch's None, stored as zeros).
+    Tensor grad = leaf.grad().defined() ? leaf.grad() : zeros(leaf.shape(), kFloat64);
+    if (auto same = tensors_near(grad, c.output("grad_" + name), atol, rtol); !same) {
+      return ::testing::AssertionFailure() << c.name() << ": the gradient of " << name
+                                           << " differs from PyTorch's; " << same.message();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+namespace {
+using GoldenFile = std::map<std::string, std::unique_ptr<GoldenCase>>;
+
+const GoldenFile& golden_file(const std::string& file) {
+  static std::map<std::string, GoldenFile> cache;
   auto& cases = cache[file];
   if (cases.empty()) {
     std::string path = std::string(SG_GOLDEN_DIR) + "/" + file + ".json";
@@ -63,9 +107,29 @@ const GoldenCase& golden(const std::string& file, const std::string& name) {
       cases[case_name] = std::make_unique<GoldenCase>(file, case_name, data);
     }
   }
+  return cases;
+}
+}  // namespace
+
+const GoldenCase& golden(const std::string& file, const std::string& name) {
+  const GoldenFile& cases = golden_file(file);
   auto it = cases.find(name);
   SG_CHECK(it != cases.end(), "golden: {}.json has no case '{}'; {}", file, name, kHint);
   return *it->second;
+}
+
+void expect_backward_goldens(const std::string& file, const GoldenOps& ops, double atol,
+                             double rtol) {
+  for (const auto& [name, c] : golden_file(file)) {
+    if (!c->params().contains("grad_inputs")) continue;  // a forward-only case
+    auto op = ops.find(name);
+    if (op == ops.end()) {
+      ADD_FAILURE() << file << ".json: backward case '" << name << "' has no op in the test";
+      continue;
+    }
+    EXPECT_TRUE(backward_matches_pytorch(*c, op->second, atol, rtol));
+  }
+  for (const auto& [name, op] : ops) (void)golden(file, name);  // fails on a missing case
 }
 
 }  // namespace sg::testing

@@ -9,9 +9,13 @@
 // [...]}.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "autograd/autograd.h"
 
@@ -22,6 +26,8 @@ class GoldenCase {
   GoldenCase(std::string file, std::string name, nlohmann::json data);
   Tensor input(const std::string& name) const;
   Tensor output(const std::string& name = "out") const;
+  const std::string& name() const { return name_; }
+  std::vector<std::string> input_names() const;
   const nlohmann::json& params() const { return data_.at("params"); }
   template <typename T>
   T param(const std::string& name) const {
@@ -37,6 +43,28 @@ class GoldenCase {
 // The case `name` of tests/golden/<file>.json (files are read once and cached). A missing file or
 // case fails with a hint to re-run scripts/make_golden.py.
 const GoldenCase& golden(const std::string& file, const std::string& name);
+
+// A case's inputs by name, as backward_matches_pytorch hands them to the op.
+using GoldenInputs = std::map<std::string, Tensor>;
+
+// For a case written by scripts/golden/_common.py's backward_case: runs `op` on the case's inputs
+// (the floating point ones as float64 leaves that require grad), compares its output with
+// PyTorch's, backpropagates the stored upstream gradient "grad_out" and compares each leaf's
+// gradient with PyTorch's "grad_<name>".
+//
+//   EXPECT_TRUE(backward_matches_pytorch(golden("reduce", "sum_grad_dim1"),
+//                                        [](const GoldenInputs& in) { return in.at("x").sum(1);
+//                                        }));
+::testing::AssertionResult backward_matches_pytorch(
+    const GoldenCase& c, const std::function<Tensor(const GoldenInputs&)>& op, double atol = 1e-12,
+    double rtol = 1e-10);
+
+// Every backward case of tests/golden/<file>.json (those written by backward_case) through
+// backward_matches_pytorch, with the op that `ops` names for it; a backward case that `ops` does
+// not name is a failure too, so a new golden case cannot go untested.
+using GoldenOps = std::map<std::string, std::function<Tensor(const GoldenInputs&)>>;
+void expect_backward_goldens(const std::string& file, const GoldenOps& ops, double atol = 1e-12,
+                             double rtol = 1e-10);
 
 // Reads {"shape", "dtype", "data"} into a tensor.
 Tensor tensor_from_json(const nlohmann::json& j);

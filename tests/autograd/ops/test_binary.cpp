@@ -1,4 +1,7 @@
 // Elementwise binary ops: broadcasting, promotion, gradients (summed over broadcast dims), errors.
+#include <type_traits>
+#include <utility>
+
 #include "tests/support/golden.h"
 #include "tests/support/testing.h"
 
@@ -92,6 +95,78 @@ TEST(BinaryTest, PromotionAndScalars) {
   EXPECT_EQ((b + b).dtype(), kInt64);
   EXPECT_TRUE(tensors_equal(logical_or(b, logical_not(b)), ones({2}, kBool)));
   EXPECT_TRUE(tensors_equal(f.ge(2.0), tensor({0, 1}).to(kBool)));
+}
+
+// ---- the comparison operators, as in PyTorch and LibTorch -------------------------------------
+
+static_assert(std::is_same_v<decltype(std::declval<Tensor>() == 0), Tensor>);
+static_assert(std::is_same_v<decltype(0 < std::declval<Tensor>()), Tensor>);
+// A comparison is a bool tensor, never a C++ bool: `if (a == b)` does not compile.
+static_assert(!std::is_convertible_v<Tensor, bool>);
+
+TEST(BinaryOperators, CompareTensorsElementwiseWithBroadcasting) {
+  Tensor a = tensor({{1.0, 2.0, 3.0}, {0.0, -1.0, 2.0}});
+  Tensor b = tensor({2.0, 2.0, 2.0});
+  auto mask = [](std::initializer_list<std::initializer_list<double>> v) {
+    return tensor(v, kBool);
+  };
+  EXPECT_TRUE(tensors_equal(a == b, mask({{0, 1, 0}, {0, 0, 1}})));
+  EXPECT_TRUE(tensors_equal(a != b, mask({{1, 0, 1}, {1, 1, 0}})));
+  EXPECT_TRUE(tensors_equal(a < b, mask({{1, 0, 0}, {1, 1, 0}})));
+  EXPECT_TRUE(tensors_equal(a <= b, mask({{1, 1, 0}, {1, 1, 1}})));
+  EXPECT_TRUE(tensors_equal(a > b, mask({{0, 0, 1}, {0, 0, 0}})));
+  EXPECT_TRUE(tensors_equal(a >= b, mask({{0, 1, 1}, {0, 0, 1}})));
+  // With a scalar on either side: x == 2 and 2 == x; 2 < x is x > 2.
+  EXPECT_TRUE(tensors_equal(a == 2, a == b));
+  EXPECT_TRUE(tensors_equal(2 == a, a == b));
+  EXPECT_TRUE(tensors_equal(a != 2.0, a != b));
+  EXPECT_TRUE(tensors_equal(2.0 != a, a != b));
+  EXPECT_TRUE(tensors_equal(a < 2, a < b));
+  EXPECT_TRUE(tensors_equal(2 < a, a > b));
+  EXPECT_TRUE(tensors_equal(a <= 2, a <= b));
+  EXPECT_TRUE(tensors_equal(2 <= a, a >= b));
+  EXPECT_TRUE(tensors_equal(a > 2, a > b));
+  EXPECT_TRUE(tensors_equal(2 > a, a < b));
+  EXPECT_TRUE(tensors_equal(a >= 2, a >= b));
+  EXPECT_TRUE(tensors_equal(2 >= a, a <= b));
+  for (const Tensor& m : {a == b, a<0, 0> a, b != a}) {
+    EXPECT_EQ(m.dtype(), kBool);
+    EXPECT_EQ(m.shape(), (Shape{2, 3}));
+  }
+}
+
+TEST(BinaryOperators, MatchPyTorch) {
+  const auto& lt_case = golden("binary", "lt");  // [3, 1, 4] < [5, 1]
+  EXPECT_TRUE(tensors_equal(lt_case.input("a") < lt_case.input("b"), lt_case.output()));
+  EXPECT_TRUE(tensors_equal(lt_case.input("b") > lt_case.input("a"), lt_case.output()));
+  const auto& eq_case = golden("binary", "eq_int");
+  EXPECT_TRUE(tensors_equal(eq_case.input("a") == eq_case.input("b"), eq_case.output()));
+}
+
+TEST(BinaryOperators, PromoteLikePyTorchAndRecordNoGradient) {
+  Tensor i = tensor({0, 1, 2}, kInt64);
+  EXPECT_TRUE(tensors_equal(i == 0, tensor({1, 0, 0}, kBool)));
+  EXPECT_TRUE(tensors_equal(i > 0.5, tensor({0, 1, 1}, kBool)));  // 0.5 is not truncated to 0
+  EXPECT_TRUE(tensors_equal(1.5 < i, tensor({0, 0, 1}, kBool)));
+  Tensor f = tensor({0.0, 1.0, 2.0}, kFloat64);
+  EXPECT_TRUE(tensors_equal(i == f, ones({3}, kBool)));
+  Tensor x = random_leaf({2, 3});
+  EXPECT_FALSE((x > 0).requires_grad());
+  EXPECT_FALSE((x == x).requires_grad());
+}
+
+TEST(BinaryOperators, MaskedFillWithAComparison) {
+  Tensor x = tensor({{0.0, 2.0}, {-3.0, 0.0}}, kFloat64).requires_grad_();
+  Tensor y = x.masked_fill(x == 0, -1e9);
+  EXPECT_TRUE(tensors_equal(y, tensor({{-1e9, 2.0}, {-3.0, -1e9}}, kFloat64)));
+  y.sum().backward();
+  EXPECT_TRUE(tensors_equal(x.grad(), tensor({{0.0, 1.0}, {1.0, 0.0}}, kFloat64)));
+  EXPECT_TRUE(tensors_equal(where(x > 0, x, 0.0 * x), relu(x)));
+}
+
+TEST(BinaryOperators, ShapeErrorsNameTheOp) {
+  EXPECT_SG_ERROR(zeros({2}) == zeros({3}), "eq: shapes [2] and [3]");
+  EXPECT_SG_ERROR(zeros({2}) >= zeros({3, 3}), "ge: shapes [2] and [3, 3]");
 }
 
 TEST(BinaryTest, Errors) {

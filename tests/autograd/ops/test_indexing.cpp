@@ -152,6 +152,24 @@ TEST(IndexingOneHot, Errors) {
                   "one_hot: cannot infer the number of classes from an empty tensor");
 }
 
+// ---- backward against PyTorch (float64, from a random upstream gradient) ----------------------
+
+TEST(IndexingBackward, MatchesPyTorch) {
+  using In = const testing::GoldenInputs&;
+  testing::expect_backward_goldens(
+      "indexing",
+      {
+          {"index_select_grad_dim0_repeats",
+           [](In in) { return in.at("x").index_select(0, in.at("index")); }},
+          {"index_select_grad_dim1",
+           [](In in) { return in.at("x").index_select(1, in.at("index")); }},
+          {"gather_grad_dim1_repeats", [](In in) { return in.at("x").gather(1, in.at("index")); }},
+          {"gather_grad_dim0", [](In in) { return in.at("x").gather(0, in.at("index")); }},
+          {"embedding_grad_padding_idx",
+           [](In in) { return embedding(in.at("weight"), in.at("ids"), 2); }},
+      });
+}
+
 }  // namespace
 }  // namespace sg
 

@@ -124,5 +124,36 @@ TEST(JoinChunk, GradientAndErrors) {
   EXPECT_SG_ERROR(chunk(scalar_tensor(1.0), 2), "chunk: expected a tensor with at least 1 dim");
 }
 
+// ---- backward against PyTorch (float64, from a random upstream gradient) ----------------------
+
+TEST(JoinBackward, MatchesPyTorch) {
+  using In = const testing::GoldenInputs&;
+  testing::expect_backward_goldens(
+      "join", {
+                  {"cat_grad_dim1",
+                   [](In in) {
+                     return cat({in.at("a"), in.at("b"), in.at("c")}, 1);
+                   }},
+                  {"cat_grad_dim0_same_tensor_twice",
+                   [](In in) {
+                     return cat({in.at("a"), in.at("b"), in.at("a")}, 0);
+                   }},
+                  {"stack_grad_dim0",
+                   [](In in) {
+                     return stack({in.at("a"), in.at("b")}, 0);
+                   }},
+                  {"stack_grad_dim_last",
+                   [](In in) {
+                     return stack({in.at("a"), in.at("b")}, -1);
+                   }},
+                  {"chunk_grad_7_by_3",
+                   [](In in) {
+                     auto pieces = in.at("x").chunk(3, 0);
+                     return cat({pieces[2], pieces[0]}, 0);
+                   }},
+                  {"split_grad_2", [](In in) { return in.at("x").split(2, 1)[1] * 2.0; }},
+              });
+}
+
 }  // namespace
 }  // namespace sg

@@ -126,5 +126,21 @@ TEST(MaskingTriangle, NeedsTwoDims) {
   EXPECT_SG_ERROR(triu(scalar_tensor(1.0)), "triu: expected a tensor with at least 2 dims");
 }
 
+// ---- backward against PyTorch (float64, from a random upstream gradient) ----------------------
+
+TEST(MaskingBackward, MatchesPyTorch) {
+  using In = const testing::GoldenInputs&;
+  testing::expect_backward_goldens(
+      "masking",
+      {
+          {"where_grad_broadcast",
+           [](In in) { return where(in.at("condition"), in.at("input"), in.at("other")); }},
+          {"masked_fill_grad_broadcast",
+           [](In in) { return in.at("x").masked_fill(in.at("mask"), -1.5); }},
+          {"tril_grad_diagonal_m1", [](In in) { return in.at("x").tril(-1); }},
+          {"triu_grad_diagonal_1", [](In in) { return in.at("x").triu(1); }},
+      });
+}
+
 }  // namespace
 }  // namespace sg

@@ -340,5 +340,21 @@ TEST(MatmulErrors, UndefinedTensor) {
   EXPECT_SG_ERROR(matmul(Tensor(), zeros({3})), "matmul: got an undefined tensor");
 }
 
+// ---- backward against PyTorch (float64, from a random upstream gradient) ----------------------
+
+TEST(MatmulBackward, MatchesPyTorchOnEveryRankCombination) {
+  using In = const testing::GoldenInputs&;
+  auto product = [](In in) { return matmul(in.at("a"), in.at("b")); };
+  testing::GoldenOps ops;
+  for (const char* name :
+       {"grad_dot", "grad_matrix_matrix", "grad_vector_matrix", "grad_matrix_vector",
+        "grad_vector_batched", "grad_batched_vector", "grad_batched_batched", "grad_matrix_batched",
+        "grad_broadcast_batch", "grad_broadcast_both"}) {
+    ops[name] = product;
+  }
+  ops["grad_transposed_both"] = [](In in) { return matmul(in.at("a").t(), in.at("b").t()); };
+  testing::expect_backward_goldens("matmul", ops);
+}
+
 }  // namespace
 }  // namespace sg

@@ -197,5 +197,24 @@ TEST(SoftmaxMasked, Errors) {
                   "masked_softmax: dim 2 out of range for a 2-D tensor");
 }
 
+// ---- backward against PyTorch (float64, from a random upstream gradient) ----------------------
+
+TEST(SoftmaxBackward, MatchesPyTorch) {
+  using In = const testing::GoldenInputs&;
+  auto masked = [](In in) { return masked_softmax(in.at("x"), in.at("mask")); };
+  testing::expect_backward_goldens(
+      "softmax",
+      {
+          {"softmax_grad_last_dim", [](In in) { return in.at("x").softmax(-1); }},
+          {"softmax_grad_middle_dim", [](In in) { return in.at("x").softmax(1); }},
+          {"softmax_grad_masked_row", [](In in) { return in.at("x").softmax(1); }},
+          {"log_softmax_grad_last_dim", [](In in) { return in.at("x").log_softmax(-1); }},
+          {"log_softmax_grad_middle_dim", [](In in) { return in.at("x").log_softmax(1); }},
+          {"log_softmax_grad_masked_row", [](In in) { return in.at("x").log_softmax(1); }},
+          {"masked_grad", masked},
+          {"masked_grad_empty_row", masked},
+      });
+}
+
 }  // namespace
 }  // namespace sg

@@ -121,5 +121,50 @@ TEST(ViewsTest, SliceGradientLandsInTheRightPlace) {
             (std::vector<double>{0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1}));
 }
 
+// ---- backward against PyTorch (float64, from a random upstream gradient) ----------------------
+
+TEST(ViewsBackward, MatchPyTorch) {
+  using In = const testing::GoldenInputs&;
+  testing::expect_backward_goldens(
+      "views",
+      {
+          {"transpose_grad", [](In in) { return in.at("x").transpose(0, 2); }},
+          {"permute_grad",
+           [](In in) {
+             return in.at("x").permute({2, 0, 1});
+           }},
+          {"slice_step_grad", [](In in) { return in.at("x").slice(1, 1, 3).slice(2, 0, 4, 2); }},
+          {"slice_negative_grad",
+           [](In in) { return in.at("x").slice(1, -2, 3).slice(2, -3, -1); }},
+          {"narrow_grad", [](In in) { return in.at("x").narrow(2, 1, 2); }},
+          {"select_grad", [](In in) { return in.at("x").select(1, 1); }},
+          {"select_negative_grad", [](In in) { return in.at("x").select(-1, -1); }},
+          {"expand_grad",
+           [](In in) {
+             return in.at("x").slice(1, 0, 1).expand({2, 3, 4});
+           }},
+          {"view_grad",
+           [](In in) {
+             return in.at("x").view({4, 6});
+           }},
+          {"reshape_transposed_grad",
+           [](In in) {
+             return in.at("x").transpose(1, 2).reshape({2, 12});
+           }},
+          {"unsqueeze_squeeze_grad",
+           [](In in) { return in.at("x").unsqueeze(1).squeeze(1).unsqueeze(-1); }},
+          {"flatten_grad", [](In in) { return in.at("x").flatten(1); }},
+          {"chain_grad",
+           [](In in) {
+             return in.at("x")
+                 .permute({1, 0, 2})
+                 .slice(0, 1, 3)
+                 .slice(2, 0, 4, 3)
+                 .transpose(0, 1)
+                 .reshape({-1});
+           }},
+      });
+}
+
 }  // namespace
 }  // namespace sg
