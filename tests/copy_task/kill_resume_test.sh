@@ -7,7 +7,8 @@
 # it after a random delay up to the length of a whole run, and again, until a start runs to the
 # end; then compare its files with the uninterrupted run's. Episodes repeat until `kills` kills.
 # The delays come from bash's RANDOM seeded with `seed`: the same moments on every run of the
-# test (up to the machine's timing). Every command runs under `timeout`; nothing can hang.
+# test (up to the machine's timing). Nothing can hang: the uninterrupted run is under `timeout`,
+# and every other start is killed or done after its delay.
 set -uo pipefail
 bin=$1
 want_kills=${2:-24}
@@ -41,19 +42,22 @@ while (( kills < want_kills )); do
   while :; do
     mode=--overwrite
     [[ -f $out/last.safetensors ]] && mode=--resume
-    timeout 60 "$bin" "${args[@]}" "$mode" --out "$out" >"$out.log" 2>&1 &
+    # Started directly (not under `timeout`, whose own pid the kill would hit, leaving the
+    # trainer running): every start is killed or has exited by the end of the delay, so none can
+    # hang.
+    "$bin" "${args[@]}" "$mode" --out "$out" >"$out.log" 2>&1 &
     pid=$!
     # A random moment within a whole run's length: while starting, training, evaluating, or
     # writing a checkpoint.
     delay_ms=$(( (RANDOM * 32768 + RANDOM) % (run_ms + 1) ))
     sleep "$(printf '%d.%03d' $((delay_ms / 1000)) $((delay_ms % 1000)))"
-    if kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null; then
-      wait "$pid" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    status=$?
+    if [[ $status -eq 137 ]]; then  # killed (128 + SIGKILL), not already done
       kills=$((kills + 1)) episode_kills=$((episode_kills + 1))
       continue
     fi
-    wait "$pid"
-    status=$?
     if [[ $status -ne 0 ]]; then
       echo "FAIL: episode $episodes: '$mode' after $episode_kills kills exited with $status:"
       cat "$out.log"; failures=$((failures + 1))
