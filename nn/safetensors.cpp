@@ -85,9 +85,9 @@ std::string make_header(const NamedTensors& tensors, const Metadata& metadata) {
 // ---- reading ----
 
 // A piece of the header for an error message: bounded, so a 100 MB value makes a short message.
-std::string excerpt(const std::string& text) {
-  if (text.size() <= kMaxQuoted) return text;
-  return text.substr(0, kMaxQuoted) + fmt::format("... ({} bytes)", text.size());
+std::string excerpt(const std::string& text, size_t limit = kMaxQuoted) {
+  if (text.size() <= limit) return text;
+  return text.substr(0, limit) + fmt::format("... ({} bytes)", text.size());
 }
 std::string excerpt(const nlohmann::json& value) {
   // Printing replaces invalid UTF-8 instead of throwing; the depth is bounded by the parser.
@@ -298,8 +298,9 @@ SafetensorsFile load_safetensors(const std::string& path) {
     header = nlohmann::json::parse(bytes.begin() + 8,
                                    bytes.begin() + static_cast<ptrdiff_t>(data_start), check_event);
   } catch (const nlohmann::json::exception& e) {
-    fail_invalid(path,
-                 fmt::format("the header is not valid JSON ({})", excerpt(std::string(e.what()))));
+    // The parser's message says where and why, then quotes what it read (possibly megabytes).
+    fail_invalid(
+        path, fmt::format("the header is not valid JSON ({})", excerpt(e.what(), 4 * kMaxQuoted)));
   } catch (const TooDeep&) {
     fail_invalid(path,
                  fmt::format("the header nests JSON values more than {} deep", kMaxJsonDepth));
