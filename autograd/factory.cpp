@@ -1,6 +1,7 @@
 #include "autograd/factory.h"
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/backend/backend.h"
 #include "autograd/node.h"
@@ -11,9 +12,14 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   for (int64_t s : shape) SG_CHECK(s >= 0, "empty: negative size in shape {}", shape);
   SG_CHECK(!options.requires_grad() || is_floating(options.dtype()),
            "factory: only float32 and float64 tensors can require grad, got {}", options.dtype());
+  const int64_t numel = numel_of(shape);  // throws when the product overflows
+  const auto itemsize = static_cast<int64_t>(dtype_size(options.dtype()));
+  SG_CHECK(numel <= std::numeric_limits<int64_t>::max() / itemsize,
+           "empty: shape {} of {} needs more bytes than fit in a 64-bit size", shape,
+           options.dtype());
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(
-      static_cast<size_t>(numel_of(shape)) * dtype_size(options.dtype()), options.device());
+  impl->storage =
+      std::make_shared<Storage>(static_cast<size_t>(numel * itemsize), options.device());
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = options.dtype();

@@ -1,12 +1,21 @@
 #include "autograd/shape.h"
 
+#include <algorithm>
+
 #include "autograd/error.h"
 
 namespace sg {
 
 int64_t numel_of(const Shape& shape) {
+  // Every size product is checked: a wrapped product would allocate a small buffer for a huge
+  // shape, and writes would then land outside it.
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  bool overflow = false;
+  for (int64_t s : shape) overflow = __builtin_mul_overflow(n, s, &n) || overflow;
+  if (overflow) {
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
+    SG_FAIL("shape {} has more elements than fit in a 64-bit size", shape);
+  }
   return n;
 }
 
@@ -63,7 +72,8 @@ Shape infer_size(std::string_view op, const Shape& requested, int64_t numel) {
       infer_at = static_cast<int>(i);
     } else {
       SG_CHECK(out[i] >= 0, "{}: invalid size {} in shape {}", op, out[i], requested);
-      known *= out[i];
+      SG_CHECK(!__builtin_mul_overflow(known, out[i], &known),
+               "{}: shape {} has more elements than fit in a 64-bit size", op, requested);
     }
   }
   if (infer_at >= 0) {

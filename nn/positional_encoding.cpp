@@ -31,17 +31,19 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model_, int
            d_model, max_len);
   // Column pair (2i, 2i+1) is a sine and a cosine of frequency 1 / 10000^(2i/D): wavelengths run
   // from 2π to 10000·2π, and pe[t + k] is a linear function (a rotation) of pe[t] for every k.
-  std::vector<double> table(static_cast<size_t>(max_len * d_model));
+  // empty() checks the size max_len * d_model (an error, not a wrapped product and a short table).
+  Tensor values = empty({max_len, d_model}, kFloat64);
+  double* table = values.data_ptr<double>();
   for (int64_t t = 0; t < max_len; ++t) {
     for (int64_t i = 0; i < d_model; i += 2) {
       const double angle =
           static_cast<double>(t) *
           std::exp(-static_cast<double>(i) * std::log(10000.0) / static_cast<double>(d_model));
-      table[static_cast<size_t>(t * d_model + i)] = std::sin(angle);
-      if (i + 1 < d_model) table[static_cast<size_t>(t * d_model + i + 1)] = std::cos(angle);
+      table[t * d_model + i] = std::sin(angle);
+      if (i + 1 < d_model) table[t * d_model + i + 1] = std::cos(angle);
     }
   }
-  pe = register_buffer("pe", from_vector(table, {max_len, d_model}, kFloat32));
+  pe = register_buffer("pe", values.to(kFloat32));
 }
 
 Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, int64_t start) {

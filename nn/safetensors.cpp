@@ -28,6 +28,13 @@ constexpr const char* kMetadataKey = "__metadata__";
 // The reference (Rust) reader refuses headers over 100 MB; a garbage length fails here before
 // anything is allocated for it.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// A valid header nests three deep (header, tensor entry, shape). Deeper nesting is refused while
+// parsing: a value nested 100,000 deep would overflow the stack when printed or compared.
+constexpr int kMaxJsonDepth = 16;
+// More dimensions than any real tensor has; also keeps the shape in an error message short.
+constexpr size_t kMaxDims = 64;
+// Error messages quote at most this much of an offending value or name.
+constexpr size_t kMaxQuoted = 80;
 
 struct DTypeCode {
   DType dtype;
@@ -77,19 +84,37 @@ std::string make_header(const NamedTensors& tensors, const Metadata& metadata) {
 
 // ---- reading ----
 
+// A piece of the header for an error message: bounded, so a 100 MB value makes a short message.
+std::string excerpt(const std::string& text, size_t limit = kMaxQuoted) {
+  if (text.size() <= limit) return text;
+  return text.substr(0, limit) + fmt::format("... ({} bytes)", text.size());
+}
+std::string excerpt(const nlohmann::json& value) {
+  // Printing replaces invalid UTF-8 instead of throwing; the depth is bounded by the parser.
+  return excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
 [[noreturn]] void fail_invalid(const std::string& path, const std::string& why) {
   SG_FAIL("load_safetensors: {} is not a valid safetensors file: {}", path, why);
 }
 
 std::string read_whole_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever, before the check
+  // below could refuse it. Reads from a regular file ignore the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   SG_CHECK(fd >= 0, "load_safetensors: cannot open {}: {}", path, std::strerror(errno));
   struct stat info {};
   if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
     ::close(fd);
     SG_FAIL("load_safetensors: cannot read {}: not a regular file", path);
   }
-  std::string bytes(static_cast<size_t>(info.st_size), '\0');
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<size_t>(info.st_size));
+  } catch (const std::bad_alloc&) {
+    ::close(fd);
+    SG_FAIL("load_safetensors: cannot read {}: out of memory for its {} bytes", path, info.st_size);
+  }
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
@@ -115,27 +140,35 @@ struct Entry {
 
 Entry parse_entry(const std::string& path, const std::string& name, const nlohmann::json& value,
                   uint64_t data_size) {
-  auto bad = [&](const std::string& why) { fail_invalid(path, "tensor '" + name + "' " + why); };
-  if (!value.is_object()) bad("is described by " + value.dump() + ", not an object");
+  auto bad = [&](const std::string& why) {
+    fail_invalid(path, "tensor '" + excerpt(name) + "' " + why);
+  };
+  if (!value.is_object()) bad("is described by " + excerpt(value) + ", not an object");
   for (const auto& [key, _] : value.items()) {
-    if (key != "dtype" && key != "shape" && key != "data_offsets") bad("has unknown field " + key);
+    if (key != "dtype" && key != "shape" && key != "data_offsets") {
+      bad("has unknown field " + excerpt(key));
+    }
   }
   if (!value.contains("dtype") || !value["dtype"].is_string()) bad("has no dtype string");
   std::optional<DType> dtype = dtype_of_code(value["dtype"].get<std::string>());
   if (!dtype) {
-    bad("has dtype " + value["dtype"].dump() + "; supported are F32, F64, I64 and BOOL");
+    bad("has dtype " + excerpt(value["dtype"]) + "; supported are F32, F64, I64 and BOOL");
   }
 
   if (!value.contains("shape") || !value["shape"].is_array()) bad("has no shape array");
+  if (value["shape"].size() > kMaxDims) {
+    bad(fmt::format("has a shape of {} dimensions; at most {} are supported", value["shape"].size(),
+                    kMaxDims));
+  }
   Shape shape;
   uint64_t numel = 1;
   for (const auto& d : value["shape"]) {
-    if (!d.is_number_unsigned()) bad("has shape " + value["shape"].dump());
+    if (!d.is_number_unsigned()) bad("has shape " + excerpt(value["shape"]));
     uint64_t size = d.get<uint64_t>();
     // Sizes must fit int64 and their product must not overflow.
     if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
         (size != 0 && numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / size)) {
-      bad("has shape " + value["shape"].dump() + ", too large");
+      bad("has shape " + excerpt(value["shape"]) + ", too large");
     }
     numel *= size;
     shape.push_back(static_cast<int64_t>(size));
@@ -144,7 +177,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   const nlohmann::json offsets = value.value("data_offsets", nlohmann::json());
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned()) {
-    bad("has data_offsets " + offsets.dump() + "; expected [begin, end]");
+    bad("has data_offsets " + excerpt(offsets) + "; expected [begin, end]");
   }
   uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
   if (begin > end || end > data_size) {
@@ -164,7 +197,8 @@ Metadata parse_metadata(const std::string& path, const nlohmann::json& value) {
   Metadata metadata;
   for (const auto& [key, v] : value.items()) {
     if (!v.is_string()) {
-      fail_invalid(path, "__metadata__ value of '" + key + "' is " + v.dump() + ", not a string");
+      fail_invalid(
+          path, "__metadata__ value of '" + excerpt(key) + "' is " + excerpt(v) + ", not a string");
     }
     metadata[key] = v.get<std::string>();
   }
@@ -181,9 +215,9 @@ void check_tiling(const std::string& path, std::vector<Entry>& entries, uint64_t
   const Entry* previous = nullptr;
   for (const Entry& e : entries) {
     if (e.begin < covered) {
-      fail_invalid(path,
-                   fmt::format("tensors '{}' [{}, {}) and '{}' [{}, {}) overlap", previous->name,
-                               previous->begin, previous->end, e.name, e.begin, e.end));
+      fail_invalid(path, fmt::format("tensors '{}' [{}, {}) and '{}' [{}, {}) overlap",
+                                     excerpt(previous->name), previous->begin, previous->end,
+                                     excerpt(e.name), e.begin, e.end));
     }
     if (e.begin > covered) {
       fail_invalid(path,
@@ -244,25 +278,35 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   const uint64_t data_start = 8 + header_size, data_size = bytes.size() - data_start;
 
-  // Parse the JSON, noting duplicate top-level names (the parser would silently keep one).
+  // Parse the JSON, noting duplicate top-level names (the parser would silently keep one) and
+  // stopping at the first value nested too deep.
   std::set<std::string> seen;
   std::string duplicate;
-  auto note_duplicates = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& v) {
-    if (depth == 1 && event == nlohmann::json::parse_event_t::key &&
-        !seen.insert(v.get<std::string>()).second) {
+  struct TooDeep {};
+  auto check_event = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& v) {
+    using Event = nlohmann::json::parse_event_t;
+    if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxJsonDepth) {
+      throw TooDeep{};
+    }
+    if (depth == 1 && event == Event::key && !seen.insert(v.get<std::string>()).second) {
       duplicate = v.get<std::string>();
     }
     return true;
   };
   nlohmann::json header;
   try {
-    header = nlohmann::json::parse(
-        bytes.begin() + 8, bytes.begin() + static_cast<ptrdiff_t>(data_start), note_duplicates);
+    header = nlohmann::json::parse(bytes.begin() + 8,
+                                   bytes.begin() + static_cast<ptrdiff_t>(data_start), check_event);
   } catch (const nlohmann::json::exception& e) {
-    fail_invalid(path, fmt::format("the header is not valid JSON ({})", e.what()));
+    // The parser's message says where and why, then quotes what it read (possibly megabytes).
+    fail_invalid(
+        path, fmt::format("the header is not valid JSON ({})", excerpt(e.what(), 4 * kMaxQuoted)));
+  } catch (const TooDeep&) {
+    fail_invalid(path,
+                 fmt::format("the header nests JSON values more than {} deep", kMaxJsonDepth));
   }
   if (!header.is_object()) fail_invalid(path, "the header is not a JSON object");
-  if (!duplicate.empty()) fail_invalid(path, "the header names '" + duplicate + "' twice");
+  if (!duplicate.empty()) fail_invalid(path, "the header names '" + excerpt(duplicate) + "' twice");
 
   SafetensorsFile file;
   std::vector<Entry> entries;
@@ -283,7 +327,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
       const char* bad = std::find_if(src, src + nbytes, [](char c) { return c != 0 && c != 1; });
       if (bad != src + nbytes) {
         fail_invalid(path,
-                     fmt::format("bool tensor '{}' holds byte {} at element {}", e.name,
+                     fmt::format("bool tensor '{}' holds byte {} at element {}", excerpt(e.name),
                                  static_cast<int>(static_cast<unsigned char>(*bad)), bad - src));
       }
     }

@@ -56,20 +56,24 @@ void save(const Module& module, const std::string& path, const Metadata& metadat
 
 Metadata load(Module& module, const std::string& path) {
   SafetensorsFile file = load_safetensors(path);
+  load(module, file.tensors, path);
+  return file.metadata;
+}
+
+void load(Module& module, const NamedTensors& tensors, const std::string& source) {
   NamedTensors model = module.state_dict();
-  std::string mismatches = describe_mismatches(file.tensors, model);
-  SG_CHECK(mismatches.empty(), "load: checkpoint {} does not match the model: {}", path,
+  std::string mismatches = describe_mismatches(tensors, model);
+  SG_CHECK(mismatches.empty(), "load: checkpoint {} does not match the model: {}", source,
            mismatches);
 
   // Stage every tensor on its target device first, so a failure there (e.g. out of device memory)
   // still leaves the model untouched; the copies below cannot fail.
   std::map<std::string, Tensor> staged;
-  for (auto& [name, t] : file.tensors) staged[name] = t;
+  for (const auto& [name, t] : tensors) staged[name] = t;
   for (const auto& [name, target] : model) staged[name] = staged[name].to(target.device());
 
   NoGradGuard no_grad;  // parameters require grad; writing them is not part of any graph
   for (auto& [name, target] : model) target.copy_(staged[name]);
-  return file.metadata;
 }
 
 void save(const optim::Optimizer& optimizer, const std::string& path, const Metadata& metadata) {

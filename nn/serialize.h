@@ -26,6 +26,9 @@ void save(const Module& module, const std::string& path, const Metadata& metadat
 // Copies the file's tensors into the module's parameters and buffers in place (the handles held
 // by layers and optimizers stay valid; each tensor keeps its device). Returns the file's metadata.
 Metadata load(Module& module, const std::string& path);
+// The same from tensors already read (e.g. a file that holds more than the module's state);
+// `source` names them in errors.
+void load(Module& module, const NamedTensors& tensors, const std::string& source);
 
 // An optimizer's state() (step counts, lr, per-parameter moments), to resume training exactly:
 // load into an optimizer built over the same parameters, in the same order, with the same options.

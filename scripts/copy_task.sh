@@ -4,6 +4,7 @@
 #   bash scripts/copy_task.sh                      # defaults: runs/copy, tiny, 1000 steps
 #   bash scripts/copy_task.sh --task reverse --steps 1500 --out runs/reverse
 # Arguments go to `copy_task train` (see `build/examples/copy_task/copy_task train --help`).
+# An existing run in the output directory is refused: add --resume to continue it, or --overwrite.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/env.sh

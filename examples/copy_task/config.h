@@ -32,7 +32,15 @@ struct Config {
 
   // "key=value" pairs, for checkpoint metadata and the metrics JSON.
   std::map<std::string, std::string> to_map() const;
+  // Strict: every number and boolean parses in full, or the error names the key.
   static Config from_map(const std::map<std::string, std::string>& values);
+
+  // A lower bound on the values in the model's state (parameters and buffers), computed without
+  // building it: a checkpoint holding fewer cannot be this model, and is refused before a config
+  // such as layers=1000000000 allocates anything.
+  int64_t min_state_values() const;
+
+  static constexpr int64_t kMaxLength = 65536;
 };
 
 }  // namespace copy_task

@@ -212,6 +212,8 @@ int main(int argc, char** argv) {
   overrides.add_to(*train_cmd);
   train_cmd->add_option("--out", options.out_dir, "directory for checkpoints and pictures");
   train_cmd->add_flag("--resume", options.resume, "continue from <out>/last.safetensors");
+  train_cmd->add_flag("--overwrite", options.overwrite,
+                      "replace the run already in <out> (without it, or --resume, it is refused)");
   train_cmd->add_flag("--quiet", options.quiet, "no progress output");
   train_cmd->add_option("--metrics-json", options.metrics_json, "write the final metrics here");
   train_cmd->add_option("--log-jsonl", options.log_jsonl, "append one JSON line per evaluation");

@@ -4,11 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-
-#include <unistd.h>
 
 #include "autograd/error.h"
+#include "nn/atomic_file.h"
 
 namespace copy_task {
 
@@ -173,20 +171,11 @@ std::string heatmap_grid(const std::string& title, const std::vector<Heatmap>& m
 void write_file_atomically(const std::string& path, const std::string& text) {
   std::filesystem::path target(path);
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
-  std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    SG_CHECK(out.good(), "cannot write {}", tmp);
-    out << text;
-    out.flush();
-    SG_CHECK(out.good(), "writing {} failed", tmp);
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, target, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    SG_FAIL("cannot rename {} to {}: {}", tmp, path, ec.message());
-  }
+  // Every write, the flush and the close are checked; on a failure the temporary file is removed
+  // and the error says what failed (e.g. "No space left on device").
+  sg::nn::AtomicFile file(path, "write");
+  file.write(text.data(), text.size());
+  file.commit();
 }
 
 }  // namespace copy_task

@@ -1,9 +1,17 @@
 #include "trainer.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +30,9 @@ namespace {
 // Data and evaluation streams get seeds of their own, derived from the run's seed, so that
 // held-out sequences never come from the training stream.
 constexpr uint64_t kTrainStream = 0x1000, kEvalStream = 0x2000, kFinalStream = 0x3000;
+// In last.safetensors the optimizer's state sits beside the model's, under this prefix: one file,
+// renamed into place in one step, so weights and optimizer always come from the same step.
+constexpr const char* kOptimizerPrefix = "optimizer.";
 
 double noam_lr(const Config& c, int64_t step) {
   // lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): linear warm-up, then 1/√step.
@@ -84,17 +95,160 @@ Config config_from_metadata(const sg::nn::Metadata& md, const std::string& path)
   return Config::from_map(values);
 }
 
-RunState state_from_metadata(const sg::nn::Metadata& md) {
+// The run's state from a checkpoint's metadata, strictly: every value parses in full, or the
+// error names the file and the key.
+RunState state_from_metadata(const sg::nn::Metadata& md, const std::string& path) {
+  auto get = [&](const std::string& key) -> const std::string& {
+    auto it = md.find(key);
+    SG_CHECK(it != md.end(), "{}: checkpoint metadata has no '{}'", path, key);
+    return it->second;
+  };
+  auto parse = [&](const std::string& key, auto& value) {
+    const std::string& s = get(key);
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    SG_CHECK(!s.empty() && ec == std::errc() && end == s.data() + s.size(),
+             "{}: checkpoint metadata '{}' = '{}' is not a valid value", path, key,
+             s.substr(0, 80));
+  };
   RunState s;
-  s.step = std::stoll(md.at("step"));
-  s.data_rng = std::stoull(md.at("data_rng"));
-  s.eval_rng = std::stoull(md.at("eval_rng"));
-  s.global_rng = std::stoull(md.at("global_rng"));
-  s.best_exact = std::stod(md.at("best_exact"));
-  s.best_step = std::stoll(md.at("best_step"));
-  if (!md.at("first_perfect").empty()) s.first_perfect = std::stoll(md.at("first_perfect"));
-  s.history = History::from_json(Json::parse(md.at("history")));
+  parse("step", s.step), parse("data_rng", s.data_rng), parse("eval_rng", s.eval_rng);
+  parse("global_rng", s.global_rng), parse("best_exact", s.best_exact);
+  parse("best_step", s.best_step);
+  if (!get("first_perfect").empty()) parse("first_perfect", s.first_perfect.emplace());
+  try {
+    // History is flat (an object of number arrays): anything nested deeper is refused while
+    // parsing, before it could be printed or freed recursively.
+    auto shallow = [](int depth, Json::parse_event_t, Json&) {
+      if (depth > 3) throw std::runtime_error("nested too deep");
+      return true;
+    };
+    s.history = History::from_json(Json::parse(get("history"), shallow));
+  } catch (const std::exception& e) {
+    SG_FAIL("{}: checkpoint metadata 'history' is not valid: {}", path, e.what());
+  }
+  SG_CHECK(s.step >= 0 && s.history.losses.size() == static_cast<size_t>(s.step),
+           "{}: checkpoint metadata 'history' holds {} losses for step {}", path,
+           s.history.losses.size(), s.step);
   return s;
+}
+
+// The name of the first floating-point tensor holding an infinity or a NaN, if any.
+std::optional<std::string> first_non_finite(const sg::nn::NamedTensors& tensors) {
+  sg::NoGradGuard no_grad;
+  for (const auto& [name, t] : tensors) {
+    if (!sg::is_floating(t.dtype()) || t.numel() == 0) continue;
+    // x * 0 is 0 for every finite x and NaN for an infinity or a NaN: one value to read back.
+    if (!std::isfinite((t * 0.0).sum().item<double>())) return name;
+  }
+  return std::nullopt;
+}
+
+// A checkpoint's contents, checked before any model is built from them.
+struct CheckpointFile {
+  Config config;
+  sg::nn::NamedTensors model, optimizer;  // optimizer: its state, prefix removed (last.* only)
+  sg::nn::Metadata metadata;
+};
+
+CheckpointFile read_checkpoint(const std::string& path) {
+  SG_CHECK(fs::exists(path), "checkpoint {} does not exist", path);
+  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
+  CheckpointFile c{config_from_metadata(file.metadata, path), {}, {}, std::move(file.metadata)};
+  int64_t values = 0;
+  const std::string prefix = kOptimizerPrefix;
+  for (auto& [name, t] : file.tensors) {
+    if (name.rfind(prefix, 0) == 0) {
+      c.optimizer.emplace_back(name.substr(prefix.size()), t);
+    } else {
+      values += t.numel();
+      c.model.emplace_back(name, t);
+    }
+  }
+  // A config that does not fit the tensors (layers=1000000000) is refused before the model is
+  // built; the exact check, name by name, comes when the tensors are copied in.
+  SG_CHECK(c.config.min_state_values() <= values,
+           "checkpoint {}: its config ({}) describes a model of at least {} values, but the file "
+           "holds {}",
+           path, c.config.model_options().to_string(), c.config.min_state_values(), values);
+  if (auto bad = first_non_finite(c.model)) {
+    SG_FAIL("checkpoint {}: tensor '{}' holds infinities or NaNs (saved from a diverged run?)",
+            path, *bad);
+  }
+  return c;
+}
+
+// The files a run leaves in its directory.
+struct RunFiles {
+  std::string best, last, legacy_optim;
+  explicit RunFiles(const std::string& dir)
+      : best(dir + "/model.safetensors"),
+        last(dir + "/last.safetensors"),
+        legacy_optim(dir + "/last.optim.safetensors") {}
+};
+
+// Temporary files ("<name>.tmp-<pid>") of writers that were killed: their process is gone.
+void remove_stale_temporaries(const std::string& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp-");
+    if (at == std::string::npos || !entry.is_regular_file()) continue;
+    pid_t pid = 0;
+    const char *first = name.data() + at + 5, *last = name.data() + name.size();
+    auto [end, ec] = std::from_chars(first, last, pid);
+    if (ec != std::errc() || end != last || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its writer may still be running
+    std::error_code ignored;
+    fs::remove(entry.path(), ignored);
+  }
+}
+
+// Refuses to train over an existing run unless told to continue it (--resume) or replace it
+// (--overwrite, which removes its checkpoints first).
+void prepare_out_dir(const TrainOptions& options, const RunFiles& files) {
+  fs::create_directories(options.out_dir);
+  remove_stale_temporaries(options.out_dir);
+  if (options.resume) return;
+  for (const std::string& path : {files.last, files.best, files.legacy_optim}) {
+    if (!fs::exists(path)) continue;
+    SG_CHECK(options.overwrite,
+             "{} already holds a run ({}): pass --resume to continue it or --overwrite to start "
+             "over",
+             options.out_dir, path);
+    fs::remove(path);
+  }
+}
+
+// Restores the model, the optimizer and the run's state from last.safetensors. A checkpoint of an
+// older version keeps the optimizer in last.optim.safetensors: accepted only when both files are
+// from the same step.
+RunState resume_from(const RunFiles& files, const Config& config, sg::nn::Transformer& model,
+                     sg::optim::Optimizer& optimizer) {
+  SG_CHECK(fs::exists(files.last), "--resume: no checkpoint at {}", files.last);
+  CheckpointFile last = read_checkpoint(files.last);
+  SG_CHECK(last.config.model_options().to_string() == config.model_options().to_string(),
+           "--resume: the checkpoint's model ({}) differs from the requested one ({})",
+           last.config.model_options().to_string(), config.model_options().to_string());
+  RunState state = state_from_metadata(last.metadata, files.last);
+  std::string optim_source = files.last;
+  if (last.optimizer.empty()) {
+    SG_CHECK(fs::exists(files.legacy_optim), "--resume: {} holds no optimizer state", files.last);
+    sg::nn::SafetensorsFile optim = sg::nn::load_safetensors(files.legacy_optim);
+    auto step = optim.metadata.find("step");
+    SG_CHECK(step != optim.metadata.end() && step->second == last.metadata.at("step"),
+             "--resume: {} (step {}) and {} (step {}) were not written together (a run stopped "
+             "between the two); refusing to resume from a mismatched pair",
+             files.last, state.step, files.legacy_optim,
+             step == optim.metadata.end() ? "unknown" : step->second.substr(0, 20));
+    last.optimizer = std::move(optim.tensors);
+    optim_source = files.legacy_optim;
+  }
+  sg::nn::load(model, last.model, files.last);
+  try {
+    optimizer.load_state(last.optimizer);
+  } catch (const sg::Error& e) {
+    SG_FAIL("--resume: the optimizer state in {} does not match: {}", optim_source, e.what());
+  }
+  return state;
 }
 
 // Teacher forcing: the decoder sees tgt[:, :-1] and learns to predict tgt[:, 1:].
@@ -153,11 +307,28 @@ void write_plots(const History& h, const std::string& dir) {
                                     {"token accuracy", h.eval_steps, h.token_acc, "#2ca02c"}}));
 }
 
+// Appends one line, checking every write and the close; a failed write is cut off again, so the
+// file never ends in half a line. O_NONBLOCK: a FIFO without a reader is an error, not a hang.
 void append_jsonl(const std::string& path, const Json& line) {
   if (path.empty()) return;
-  std::ofstream out(path, std::ios::app);
-  SG_CHECK(out.good(), "cannot write {}", path);
-  out << line.dump() << "\n";
+  const std::string text = line.dump() + "\n";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+  SG_CHECK(fd >= 0, "--log-jsonl: cannot open {}: {}", path, std::strerror(errno));
+  struct stat info {};
+  const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+  for (size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
+      if (regular && ::ftruncate(fd, info.st_size) != 0) { /* the error below says enough */
+      }
+      ::close(fd);
+      SG_FAIL("--log-jsonl: cannot write {}: {}", path, std::strerror(error));
+    }
+    done += static_cast<size_t>(n);
+  }
+  SG_CHECK(::close(fd) == 0, "--log-jsonl: cannot write {}: {}", path, std::strerror(errno));
 }
 
 }  // namespace
@@ -213,14 +384,14 @@ EvalResult evaluate(sg::nn::Transformer& model, TaskGenerator& gen, int64_t samp
 void TrainOptions::validate() const {
   SG_CHECK(!sync_every || *sync_every >= 1, "--sync-every must be at least 1, got {}",
            sync_every.value_or(0));
+  SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
 }
 
 LoadedModel load_checkpoint(const std::string& path) {
-  SG_CHECK(fs::exists(path), "checkpoint {} does not exist", path);
-  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
-  LoadedModel loaded{config_from_metadata(file.metadata, path), nullptr};
+  CheckpointFile file = read_checkpoint(path);
+  LoadedModel loaded{file.config, nullptr};
   loaded.model = std::make_shared<sg::nn::Transformer>(loaded.config.model_options());
-  sg::nn::load(*loaded.model, path);
+  sg::nn::load(*loaded.model, file.model, path);
   loaded.model->eval();
   return loaded;
 }
@@ -232,10 +403,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   // Steps between reads of the loss and accuracy: 1 on the CPU (reading costs nothing there), 25
   // on a GPU (the host queues 25 steps ahead without waiting).
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);
-  fs::create_directories(options.out_dir);
-  const std::string best_path = options.out_dir + "/model.safetensors";
-  const std::string last_path = options.out_dir + "/last.safetensors";
-  const std::string optim_path = options.out_dir + "/last.optim.safetensors";
+  const RunFiles files(options.out_dir);
+  prepare_out_dir(options, files);
 
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
@@ -250,15 +419,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                          config.seed ^ kEvalStream);
   RunState state;
   if (options.resume) {
-    SG_CHECK(fs::exists(last_path), "--resume: no checkpoint at {}", last_path);
-    sg::nn::Metadata md = sg::nn::load_safetensors(last_path).metadata;
-    Config saved = config_from_metadata(md, last_path);
-    SG_CHECK(saved.model_options().to_string() == config.model_options().to_string(),
-             "--resume: the checkpoint's model ({}) differs from the requested one ({})",
-             saved.model_options().to_string(), config.model_options().to_string());
-    sg::nn::load(*model, last_path);
-    sg::nn::load(optimizer, optim_path);
-    state = state_from_metadata(md);
+    state = resume_from(files, config, *model, optimizer);
     data.set_state(state.data_rng);
     held_out.set_state(state.eval_rng);
     sg::default_generator().set_state(state.global_rng);
@@ -273,9 +434,10 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     state.data_rng = data.state();
     state.eval_rng = held_out.state();
     state.global_rng = sg::default_generator().state();
-    sg::nn::Metadata md = metadata_for(config, state);
-    sg::nn::save(optimizer, optim_path, md);
-    sg::nn::save(*model, last_path, md);
+    sg::nn::NamedTensors unit = model->state_dict();
+    for (const auto& [name, t] : optimizer.state()) unit.emplace_back(kOptimizerPrefix + name, t);
+    sg::nn::save_safetensors(files.last, unit, metadata_for(config, state));
+    fs::remove(files.legacy_optim);  // an older version's optimizer file, superseded now
   };
 
   // Each step's loss and accuracy counts stay on the device as [loss, right, real] (float64:
@@ -303,6 +465,11 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
             .count();
     for (size_t i = 0; i < pending.size(); ++i) {
       final_loss = values[3 * i];
+      // A diverged run stops here, before a broken model is evaluated or saved.
+      SG_CHECK(std::isfinite(final_loss),
+               "step {}: the training loss is {}; training stopped (lower --lr-factor or raise "
+               "--warmup, or resume from the last checkpoint)",
+               pending[i].step, final_loss);
       double token_accuracy = values[3 * i + 1] / std::max(1.0, values[3 * i + 2]);
       step_ms.push_back(window_ms / static_cast<double>(pending.size()));
       state.history.steps.push_back(static_cast<double>(pending[i].step));
@@ -357,7 +524,12 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                                        {"exact_match", e.exact_match},
                                        {"token_accuracy", e.token_accuracy},
                                        {"lr", optimizer.lr()}});
-      if (best) sg::nn::save(*model, best_path, metadata_for(config, state));
+      if (best) {
+        const auto bad = first_non_finite(model->state_dict());
+        SG_CHECK(!bad, "step {}: the model's tensor '{}' holds infinities or NaNs; not saving it",
+                 state.step, bad.value_or(""));
+        sg::nn::save(*model, files.best, metadata_for(config, state));
+      }
     }
     if (checkpoint_now) save_last();
   }
@@ -379,8 +551,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   summary.first_perfect_step = state.first_perfect;
   summary.best_step = state.best_step;
   // The model the user gets is the saved one: evaluate it on fresh sequences it never saw.
-  if (fs::exists(best_path)) {
-    LoadedModel saved = load_checkpoint(best_path);
+  if (fs::exists(files.best)) {
+    LoadedModel saved = load_checkpoint(files.best);
     saved.model->to(device);
     TaskGenerator final_gen(config.task, config.vocab, config.min_len, config.length,
                             config.seed ^ kFinalStream);

@@ -5,8 +5,8 @@
 // The loss and token accuracy stay on the device and are read back every sync_every steps.
 // Every eval_every steps the model greedily decodes fresh held-out sequences; the checkpoint with
 // the best held-out exact match is kept as model.safetensors (post-LN training is spiky, so the
-// last step is not always the best one), and last.safetensors + last.optim.safetensors hold the
-// latest state for --resume.
+// last step is not always the best one), and last.safetensors holds the latest state for --resume:
+// the model, the optimizer (tensors named "optimizer.*") and the run's counters, in one file.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -33,6 +33,8 @@ EvalResult evaluate(sg::nn::Transformer& model, TaskGenerator& gen, int64_t samp
 struct TrainOptions {
   std::string out_dir = "runs/copy";
   bool resume = false;
+  bool overwrite = false;  // replace the run in out_dir; without it (or resume) an existing run is
+                           // refused
   bool quiet = false;
   std::string metrics_json, log_jsonl;
   std::string device = "cpu";
@@ -41,7 +43,7 @@ struct TrainOptions {
   // history, progress, metrics and checkpoints hold the same values whatever it is.
   std::optional<int64_t> sync_every;
 
-  void validate() const;  // a clear error for --sync-every < 1
+  void validate() const;  // a clear error for --sync-every < 1, or --resume with --overwrite
 };
 
 struct TrainSummary {

@@ -158,5 +158,30 @@ TEST(PrintTest, SummarisesBigTensors) {
   EXPECT_LT(m.size(), 1000u);
 }
 
+// Issue 19: a wrapped size product used to allocate room for 4 floats for a shape of 2^64 + 4.
+TEST(FactoryHardening, EverySizeProductIsChecked) {
+  const int64_t big = (int64_t{1} << 62) + 1;
+  EXPECT_SG_ERROR(zeros({big, 4}), "has more elements than fit in a 64-bit size");
+  EXPECT_SG_ERROR(empty({int64_t{1} << 32, int64_t{1} << 32}), "more elements than fit");
+  // The element count fits, the bytes do not.
+  EXPECT_SG_ERROR(empty({int64_t{1} << 61, 2}, kFloat64), "needs more bytes than fit");
+  // A zero anywhere makes an empty tensor, whatever the other sizes.
+  EXPECT_EQ(empty({big, 4, 0}).numel(), 0);
+  // reshape's inferred size must not come from a wrapped product either.
+  Tensor x = arange(0, 16, 1, kFloat32);
+  EXPECT_SG_ERROR(x.reshape({big, 4, -1}), "more elements than fit");
+  EXPECT_SG_ERROR(x.reshape({big, 4}), "more elements than fit");
+}
+
+TEST(FactoryHardening, AnImpossibleAllocationIsAnError) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on allocations this large instead of failing them";
+#else
+  // 2^50 bytes (a petabyte): no machine has it, so the allocation fails, as an sg::Error.
+  EXPECT_SG_ERROR(empty({int64_t{1} << 48}, kFloat32), "cpu: out of memory allocating");
+  EXPECT_EQ(zeros({3}).sum().item<float>(), 0.0f);  // the allocator works on afterwards
+#endif
+}
+
 }  // namespace
 }  // namespace sg

@@ -11,7 +11,7 @@ passes=0
 # expect_error "<substring>" args...: exit status non-zero (not a crash), stderr has the substring.
 expect_error() {
   local want=$1; shift
-  "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null
+  timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null
   local status=$?
   if [[ $status -eq 0 || $status -ge 128 ]]; then
     echo "FAIL: '$*' exited with $status (want a clean error)"; failures=$((failures + 1)); return
@@ -27,7 +27,7 @@ expect_error() {
 
 expect_ok() {
   local want=$1; shift
-  if ! "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null; then
+  if ! timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null; then
     echo "FAIL: '$*' failed:"; cat "$dir/err"; failures=$((failures + 1)); return
   fi
   if ! grep -qF -- "$want" "$dir/out"; then
@@ -67,6 +67,38 @@ expect_error "longer than the model's length 10" decode --checkpoint "$ckpt" "1 
 expect_ok "->" decode --checkpoint "$ckpt" "1 5 3 9"
 expect_ok "->" decode --checkpoint "$ckpt" --beam 3 "5 3 9"
 expect_ok "exact match" eval --checkpoint "$ckpt" --samples 10
+# Issue 19 (hardening). An existing run is refused unless --resume or --overwrite.
+expect_error "already holds a run" train --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
+  --final-samples 4 --quiet --out "$dir/run"
+expect_error "--resume and --overwrite exclude each other" train --resume --overwrite --out "$dir/run"
+# Sizes whose product overflows, and rates that cannot train, are refused up front.
+expect_error "length must be in [2, 65536]" train --length 576460752303423489 --out "$dir/y"
+expect_error "lr-factor must be positive and finite, got inf" train --lr-factor inf --out "$dir/y"
+# A seed of -1 (2^64 - 1) or above 2^63 gives checkpoints that load again.
+expect_ok "saved model" train --seed -1 --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
+  --final-samples 4 --quiet --out "$dir/seed"
+expect_ok "exact match" eval --checkpoint "$dir/seed/model.safetensors" --samples 4
+# A full disk: /dev/full fails every write with ENOSPC; a file size limit makes writes fail too.
+expect_error "No space left on device" train --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
+  --final-samples 4 --quiet --log-jsonl /dev/full --out "$dir/full"
+# (The limit holds for every file the process writes: its stderr goes through a pipe instead.)
+(trap '' XFSZ; ulimit -f 0; exec timeout 300 "$bin" eval --checkpoint "$ckpt" --samples 4 \
+  --metrics-json "$dir/limited/metrics.json" 2>&1 >/dev/null </dev/null) | cat >"$dir/err"
+status=${PIPESTATUS[0]}
+if [[ $status -eq 0 || $status -ge 128 ]] || ! grep -q "File too large" "$dir/err" ||
+   compgen -G "$dir/limited/metrics.json*" >/dev/null; then
+  echo "FAIL: --metrics-json on a full disk: status $status, files: $(ls "$dir/limited")"
+  cat "$dir/err"; failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+# A FIFO with no writer is refused at once, not waited on.
+mkfifo "$dir/fifo.safetensors"
+expect_error "not a regular file" decode --checkpoint "$dir/fifo.safetensors" "1 2"
+# Checkpoint metadata parses strictly: "True" is not a boolean.
+LC_ALL=C sed 's/"config.norm_first":"false"/"config.norm_first":"True" /' "$ckpt" >"$dir/true.safetensors"
+expect_error "'norm_first' = 'True' is not true or false" decode --checkpoint "$dir/true.safetensors" "1 2"
+
 # stdin: one sequence per line
 if printf '1 2 3\n1 4 5 6\n' | "$bin" decode --checkpoint "$ckpt" 2>"$dir/err" | grep -c -- '->' | grep -qx 2; then
   passes=$((passes + 1))

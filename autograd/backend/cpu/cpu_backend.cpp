@@ -10,10 +10,13 @@ namespace sg::cpu {
 
 namespace {
 constexpr size_t kAlignment = 64;
+constexpr size_t kMaxRequest = size_t{1} << 62;  // far beyond any machine's memory
 }  // namespace
 
 void* CpuBackend::allocate(size_t nbytes) {
-  // aligned_alloc takes a multiple of the alignment, and 0 bytes still gets a distinct pointer.
+  // aligned_alloc takes a multiple of the alignment, and 0 bytes still gets a distinct pointer;
+  // rounding up must not wrap around to a small size.
+  SG_CHECK(nbytes <= kMaxRequest, "cpu: out of memory allocating {} bytes", nbytes);
   const size_t size =
       nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, size);

@@ -1,9 +1,11 @@
 #include "autograd/backend/cpu_fast/caching_allocator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <set>
@@ -32,6 +34,11 @@ namespace {
 //   activations can then serve two weight gradients, or half of it one, where an allocator of
 //   whole blocks would leave it idle beside fresh ones (medium's peak held ~60 MiB of such
 //   blocks). A segment goes back to the system only when all of it is free.
+//
+// Running out of memory: allocate() throws sg::Error, also when the bookkeeping itself (a map
+// node, a Block) cannot be allocated, and leaves the pools as they were. deallocate() runs in
+// destructors and never throws: a freed block that cannot be filed goes back to the system, or,
+// for a piece of a segment still partly in use, stays out of the pools (lost until exit).
 class CachingAllocator {
  public:
   static constexpr size_t kAlignment = 64;  // a cache line, and what AVX-512 loads like
@@ -47,6 +54,8 @@ class CachingAllocator {
   static constexpr size_t kMinSplit = size_t{1} << 20;
 
   void* allocate(size_t nbytes) {
+    // Rounding up must not wrap around to a small size.
+    SG_CHECK(nbytes <= kMaxRequest, "cpu: out of memory allocating {} bytes", nbytes);
     const size_t size = rounded(nbytes);
     if (size >= kLargeBlock) return allocate_large(nbytes, size);
     {
@@ -55,10 +64,11 @@ class CachingAllocator {
       if (it != free_.end() && it->first <= size + size / 2) {
         const size_t block = it->first;
         void* p = it->second.back();
+        // Filed before the block leaves the pool: if this throws, nothing has changed.
+        if (block != size) oversized_[p] = block;  // so that deallocate files it by its size
         it->second.pop_back();
         if (it->second.empty()) free_.erase(it);
         cached_bytes_ -= block;
-        if (block != size) oversized_[p] = block;  // so that deallocate files it by its size
         note_allocated(block);
         return p;
       }
@@ -87,9 +97,13 @@ class CachingAllocator {
       }
       live_bytes_ -= size;
       if (cached_bytes_ + size <= kMaxCachedBytes) {
-        free_[size].push_back(p);
-        cached_bytes_ += size;
-        return;
+        try {
+          free_[size].push_back(p);
+          cached_bytes_ += size;
+          return;
+        } catch (const std::bad_alloc&) {
+          // No memory to file it: give it back to the system instead.
+        }
       }
     }
     std::free(p);
@@ -140,37 +154,52 @@ class CachingAllocator {
   void* allocate_large(size_t nbytes, size_t size) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      Block probe{nullptr, size, true, nullptr, nullptr};  // sorts before every block of its size
-      auto it = free_large_.lower_bound(&probe);
-      if (it != free_large_.end()) {
-        Block* b = *it;
-        free_large_.erase(it);
-        return take(b, size);
-      }
+      if (void* p = take_free_large(size)) return p;
     }
     // No free block fits: a new segment, allocated outside the lock (it may fault or mmap).
     const size_t segment = (size + kSegmentRound - 1) / kSegmentRound * kSegmentRound;
     void* p = system_alloc(kPage, segment);
     SG_CHECK(p != nullptr, "cpu: out of memory allocating {} bytes", nbytes);
     std::lock_guard<std::mutex> lock(mutex_);
-    cached_bytes_ += segment;  // take() moves the part handed out from cached to live
-    return take(new Block{static_cast<char*>(p), segment, true, nullptr, nullptr}, size);
+    try {
+      // Filed as a free block, then handed out like any other (another thread may take it first).
+      auto block =
+          std::make_unique<Block>(Block{static_cast<char*>(p), segment, true, nullptr, nullptr});
+      free_large_.insert(block.get());
+      cached_bytes_ += segment;
+      block.release();
+    } catch (const std::bad_alloc&) {
+      std::free(p);
+      throw;
+    }
+    return take_free_large(size);  // finds the new segment if nothing smaller fits
   }
 
-  // Hands out the first `size` bytes of free block b (not in free_large_ any more), splitting off
-  // the rest as a free block when it is large enough to serve a request of its own.
-  void* take(Block* b, size_t size) {
-    cached_bytes_ -= b->size;
+  // Hands out the first `size` bytes of the smallest free block that fits (nullptr: none does),
+  // splitting off the rest as a free block when it is large enough to serve a request of its own.
+  // What may throw (a Block, a map node) comes before any change: a failure leaves the pool as it
+  // was. The split-off rest reuses the set node of the block it came from.
+  void* take_free_large(size_t size) {
+    Block probe{nullptr, size, true, nullptr, nullptr};  // sorts before every block of its size
+    auto it = free_large_.lower_bound(&probe);
+    if (it == free_large_.end()) return nullptr;
+    Block* b = *it;
+    std::unique_ptr<Block> rest;
     if (b->size - size >= kMinSplit) {
-      Block* rest = new Block{b->ptr + size, b->size - size, true, b, b->next};
-      if (b->next != nullptr) b->next->prev = rest;
-      b->next = rest;
+      rest = std::make_unique<Block>(Block{b->ptr + size, b->size - size, true, b, b->next});
+    }
+    live_large_.emplace(b->ptr, b);
+    auto node = free_large_.extract(it);  // no allocation from here on
+    cached_bytes_ -= b->size;
+    if (rest) {
+      if (b->next != nullptr) b->next->prev = rest.get();
+      b->next = rest.get();
       b->size = size;
-      free_large_.insert(rest);
       cached_bytes_ += rest->size;
+      node.value() = rest.release();
+      free_large_.insert(std::move(node));
     }
     b->free = false;
-    live_large_.emplace(b->ptr, b);
     note_allocated(b->size);
     return b->ptr;
   }
@@ -180,7 +209,10 @@ class CachingAllocator {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = live_large_.find(p);
-      SG_CHECK(it != live_large_.end(), "cpu: freeing a block the allocator did not hand out");
+      if (it == live_large_.end()) {  // a bug elsewhere; throwing from a destructor would abort
+        std::fputs("scratchgrad: cpu: freeing a block the allocator did not hand out\n", stderr);
+        std::abort();
+      }
       Block* b = it->second;
       live_large_.erase(it);
       live_bytes_ -= b->size;
@@ -207,12 +239,21 @@ class CachingAllocator {
         delete next;
       }
       const bool whole_segment = b->prev == nullptr && b->next == nullptr;
-      if (whole_segment && cached_bytes_ + b->size > kMaxCachedBytes) {
-        segment_to_free = b->ptr;  // over the cache's limit: back to the system
+      bool filed = false;
+      if (!whole_segment || cached_bytes_ + b->size <= kMaxCachedBytes) {
+        try {
+          free_large_.insert(b);
+          cached_bytes_ += b->size;
+          filed = true;
+        } catch (const std::bad_alloc&) {
+          // No memory for the set's node: handled below.
+        }
+      }
+      if (!filed && whole_segment) {
+        segment_to_free = b->ptr;  // over the cache's limit (or unfileable): back to the system
         delete b;
-      } else {
-        free_large_.insert(b);
-        cached_bytes_ += b->size;
+      } else if (!filed) {
+        b->free = false;  // a piece of a segment in use: kept out of the pools, never merged
       }
     }
     std::free(segment_to_free);
@@ -228,6 +269,7 @@ class CachingAllocator {
     return p;
   }
 
+  static constexpr size_t kMaxRequest = size_t{1} << 62;  // far beyond any machine's memory
   // aligned_alloc needs a multiple of the alignment, and a non-null pointer even for 0 bytes.
   static size_t rounded(size_t nbytes) {
     return nbytes == 0 ? kAlignment : (nbytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -262,7 +304,13 @@ namespace cpu {
 void release_cached_memory() { allocator().release_cached(); }
 MemoryStats memory_stats() { return allocator().stats(); }
 
-void* FastCpuBackend::allocate(size_t nbytes) { return allocator().allocate(nbytes); }
+void* FastCpuBackend::allocate(size_t nbytes) {
+  try {
+    return allocator().allocate(nbytes);
+  } catch (const std::bad_alloc&) {  // the allocator's own bookkeeping ran out of memory
+    SG_FAIL("cpu: out of memory allocating {} bytes", nbytes);
+  }
+}
 void FastCpuBackend::deallocate(void* ptr, size_t nbytes) { allocator().deallocate(ptr, nbytes); }
 
 }  // namespace cpu
