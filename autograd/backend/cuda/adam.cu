@@ -40,11 +40,13 @@ __global__ void adam_kernel(T* p, const T* g, T* m, T* v, int64_t n, AdamScalars
 
 }  // namespace
 
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                 const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                 double weight_decay, bool decoupled_weight_decay, int64_t step) {
+bool CudaBackend::adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                              const Tensor& exp_avg_sq, double lr, double beta1, double beta2,
+                              double eps, double weight_decay, bool decoupled_weight_decay,
+                              int64_t step) {
+  Scope scope(*this);
   const int64_t n = param.numel();
-  if (n == 0) return;
+  if (n == 0) return true;
   const double bias_correction1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(beta2, static_cast<double>(step));
   dispatch_floating("adam_update_", param.dtype(), [&]<typename T>() {
@@ -63,6 +65,7 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                                              exp_avg.data_ptr<T>(), exp_avg_sq.data_ptr<T>(), n, s);
     SG_CUDA_CHECK_LAUNCH();
   });
+  return true;
 }
 
 }  // namespace sg::cuda

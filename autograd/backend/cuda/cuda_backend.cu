@@ -1,6 +1,6 @@
 // The CUDA backend object: finds the GPUs, owns each device's allocator, upload staging pool,
-// cuBLAS handle and bad-index record, and forwards every kernel to backend/cuda/<family>.cu after
-// making the device current.
+// cuBLAS handle and bad-index record. Its kernels are member functions defined in
+// backend/cuda/<family>.cu, each making the device current first (CudaBackend::Scope).
 #include <cuda_runtime.h>
 
 #include <array>
@@ -16,6 +16,8 @@
 #include "autograd/backend/cuda/staging.h"
 
 namespace sg {
+
+using cuda::CudaBackend;
 
 namespace {
 
@@ -69,24 +71,6 @@ const Probe& cuda_probe() {
   return probe;
 }
 
-// Makes `device` current for the lifetime of the guard, and restores the previous one after.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) : device_(device) {
-    SG_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device_) SG_CUDA_CHECK(cudaSetDevice(device_));
-  }
-  ~DeviceGuard() {
-    if (previous_ != device_) cudaSetDevice(previous_);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int device_;
-  int previous_ = 0;
-};
-
 std::atomic<int64_t> device_to_host_copies{0};
 
 // The names of the ops whose kernels check indices, numbered in order of first use: a kernel
@@ -119,193 +103,6 @@ std::string bad_index_message(const std::string& op, int64_t index, int64_t size
   return fmt::format("{}: index {} is out of range for dim {} of size {}", op, index, dim, size);
 }
 
-class CudaBackend final : public Backend {
- public:
-  explicit CudaBackend(int device)
-      : device_(device), name_(fmt::format("cuda:{}", device)), allocator_(device) {
-    DeviceGuard guard(device_);
-    void* record = nullptr;
-    SG_CUDA_CHECK(cudaHostAlloc(&record, sizeof(cuda::IndexErrorRecord), cudaHostAllocMapped));
-    host_record_ = static_cast<cuda::IndexErrorRecord*>(record);
-    *host_record_ = cuda::IndexErrorRecord{0, 0, 0, 0, 0};
-    void* device_record = nullptr;
-    SG_CUDA_CHECK(cudaHostGetDevicePointer(&device_record, record, 0));
-    SG_CUDA_CHECK(cudaMalloc(&error_slot_.claimed, sizeof(int)));
-    SG_CUDA_CHECK(cudaMemset(error_slot_.claimed, 0, sizeof(int)));
-    error_slot_.record = static_cast<cuda::IndexErrorRecord*>(device_record);
-  }
-
-  std::string_view name() const override { return name_; }
-
-  // ---- memory ----
-  void* allocate(size_t nbytes) override {
-    Scope scope(*this);
-    return allocator_.allocate(nbytes);
-  }
-  void deallocate(void* ptr, size_t /*nbytes*/) override { allocator_.deallocate(ptr); }
-  void copy_from_host(void* dst, const void* host_src, size_t nbytes) override {
-    if (nbytes == 0) return;
-    Scope scope(*this);
-    // Through a pinned buffer, in stream order, without waiting for the GPU (staging.h); not a
-    // device-to-host copy, so device_to_host_copies does not count it.
-    staging_.upload(dst, host_src, nbytes);
-  }
-  void copy_to_host(void* host_dst, const void* src, size_t nbytes) override {
-    if (nbytes == 0) return;
-    Scope scope(*this);
-    ++device_to_host_copies;
-    // Waits for every kernel queued before it, which makes this the place where a deferred
-    // kernel error surfaces.
-    SG_CUDA_CHECK(cudaMemcpy(host_dst, src, nbytes, cudaMemcpyDeviceToHost));
-    throw_deferred_errors();
-  }
-
-  // ---- kernels ----
-  void fill(const Tensor& out, double value) override {
-    Scope scope(*this);
-    cuda::fill(out, value);
-  }
-  void copy(const Tensor& src, const Tensor& dst) override {
-    Scope scope(*this);
-    cuda::copy(src, dst);
-  }
-  void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) override {
-    Scope scope(*this);
-    cuda::unary(op, x, out, alpha, beta);
-  }
-  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    Scope scope(*this);
-    cuda::binary(op, a, b, out);
-  }
-  void where(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& out) override {
-    Scope scope(*this);
-    cuda::where(c, a, b, out);
-  }
-  void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
-              const Tensor& indices) override {
-    Scope scope(*this);
-    cuda::reduce(op, x, reduced_dims, out, indices);
-  }
-  void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override {
-    Scope scope(*this);
-    cuda::gemm(a, b, out, accumulate);
-  }
-  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override {
-    Scope scope(*this);
-    cuda::softmax(x, dim, log, out);
-  }
-  void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
-                        const Tensor& out) override {
-    Scope scope(*this);
-    cuda::softmax_backward(grad, y, dim, log, out);
-  }
-  void uniform(const Tensor& out, uint64_t state) override {
-    Scope scope(*this);
-    cuda::uniform(out, state);
-  }
-  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-                    std::string_view op) override {
-    Scope scope(*this);
-    cuda::index_select(x, dim, index, out, op);
-  }
-  void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override {
-    Scope scope(*this);
-    cuda::index_add(out, dim, index, src);
-  }
-  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-              std::string_view op) override {
-    Scope scope(*this);
-    cuda::gather(x, dim, index, out, op);
-  }
-  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
-                   const Tensor& src) override {
-    Scope scope(*this);
-    cuda::scatter_add(out, dim, index, src);
-  }
-
-  // ---- the optional fused kernels: all of them, each one pass ----
-  bool masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) override {
-    Scope scope(*this);
-    cuda::masked_softmax(x, mask, out);
-    return true;
-  }
-  bool layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                  const Tensor& out, const Tensor& mean, const Tensor& rstd) override {
-    Scope scope(*this);
-    cuda::layer_norm(x, weight, bias, eps, out, mean, rstd);
-    return true;
-  }
-  bool layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
-                           const Tensor& rstd, const Tensor& weight, const Tensor& dx,
-                           const Tensor& dweight, const Tensor& dbias) override {
-    Scope scope(*this);
-    cuda::layer_norm_backward(grad, x, mean, rstd, weight, dx, dweight, dbias);
-    return true;
-  }
-  bool adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                   const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                   double weight_decay, bool decoupled_weight_decay, int64_t step) override {
-    Scope scope(*this);
-    cuda::adam_update(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
-                      decoupled_weight_decay, step);
-    return true;
-  }
-
-  // ---- for the kernels and the tools in cuda_backend.h ----
-  cublasHandle_t cublas() {
-    std::call_once(cublas_once_, [this] {
-      const cuda::CublasApi& api = cuda::cublas_api();  // loaded here, on first use
-      SG_CUBLAS_CHECK(api.create(&cublas_));
-      SG_CUBLAS_CHECK(api.set_stream(cublas_, nullptr));  // the default stream, like the kernels
-    });
-    return cublas_;
-  }
-  cuda::IndexErrorSlot error_slot() const { return error_slot_; }
-  CudaMemoryStats memory_stats() const { return allocator_.stats(); }
-  CudaStagingStats staging_stats() const { return staging_.stats(); }
-  void empty_cache() {
-    Scope scope(*this);
-    allocator_.empty_cache();
-  }
-  void synchronize() {
-    Scope scope(*this);
-    SG_CUDA_CHECK(cudaDeviceSynchronize());
-    throw_deferred_errors();
-  }
-
- private:
-  // Every call: make the device current, and report a bad index that a kernel of an earlier call
-  // found (reading the mapped record costs no copy and no wait).
-  struct Scope {
-    explicit Scope(CudaBackend& backend) : guard(backend.device_) {
-      backend.throw_deferred_errors();
-    }
-    DeviceGuard guard;
-  };
-
-  void throw_deferred_errors() {
-    volatile cuda::IndexErrorRecord* r = host_record_;
-    if (r->ready == 0) return;
-    const cuda::IndexErrorRecord found{r->op, r->index, r->size, r->dim, 1};
-    // Re-arm: clear the host record, then (in stream order, after the failed kernel) the claim.
-    r->ready = 0;
-    SG_CUDA_CHECK(cudaMemsetAsync(error_slot_.claimed, 0, sizeof(int), nullptr));
-    SG_FAIL(
-        "{} (found by a CUDA kernel, which runs asynchronously: the error surfaces at a later "
-        "call, here on {})",
-        bad_index_message(index_op_name(found.op), found.index, found.size, found.dim), name_);
-  }
-
-  int device_;
-  std::string name_;
-  cuda::CachingAllocator allocator_;
-  cuda::StagingPool staging_;
-  std::once_flag cublas_once_;
-  cublasHandle_t cublas_ = nullptr;
-  cuda::IndexErrorRecord* host_record_ = nullptr;
-  cuda::IndexErrorSlot error_slot_{nullptr, nullptr};
-};
-
 // One backend per device, made on first use and never destroyed: tensors in static objects may
 // be freed after static destructors run, and the CUDA runtime may already be gone by then.
 std::array<std::atomic<CudaBackend*>, kMaxDevices> backends{};
@@ -330,6 +127,88 @@ CudaBackend& current_backend() {
 }
 
 }  // namespace
+
+// ---- CudaBackend's own members (its kernels are defined in the kernel files) ----
+
+namespace cuda {
+
+CudaBackend::CudaBackend(int device)
+    : device_(device), name_(fmt::format("cuda:{}", device)), allocator_(device) {
+  DeviceGuard guard(device_);
+  void* record = nullptr;
+  SG_CUDA_CHECK(cudaHostAlloc(&record, sizeof(IndexErrorRecord), cudaHostAllocMapped));
+  host_record_ = static_cast<IndexErrorRecord*>(record);
+  *host_record_ = IndexErrorRecord{0, 0, 0, 0, 0};
+  void* device_record = nullptr;
+  SG_CUDA_CHECK(cudaHostGetDevicePointer(&device_record, record, 0));
+  SG_CUDA_CHECK(cudaMalloc(&error_slot_.claimed, sizeof(int)));
+  SG_CUDA_CHECK(cudaMemset(error_slot_.claimed, 0, sizeof(int)));
+  error_slot_.record = static_cast<IndexErrorRecord*>(device_record);
+}
+
+CudaBackend::Scope::Scope(CudaBackend& backend) : guard(backend.device_) {
+  backend.throw_deferred_errors();
+}
+
+void* CudaBackend::allocate(size_t nbytes) {
+  Scope scope(*this);
+  return allocator_.allocate(nbytes);
+}
+
+void CudaBackend::deallocate(void* ptr, size_t /*nbytes*/) { allocator_.deallocate(ptr); }
+
+void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes) {
+  if (nbytes == 0) return;
+  Scope scope(*this);
+  // Through a pinned buffer, in stream order, without waiting for the GPU (staging.h); not a
+  // device-to-host copy, so device_to_host_copies does not count it.
+  staging_.upload(dst, host_src, nbytes);
+}
+
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes) {
+  if (nbytes == 0) return;
+  Scope scope(*this);
+  ++device_to_host_copies;
+  // Waits for every kernel queued before it, which makes this the place where a deferred
+  // kernel error surfaces.
+  SG_CUDA_CHECK(cudaMemcpy(host_dst, src, nbytes, cudaMemcpyDeviceToHost));
+  throw_deferred_errors();
+}
+
+cublasHandle_t CudaBackend::cublas() {
+  std::call_once(cublas_once_, [this] {
+    const CublasApi& api = cublas_api();  // loaded here, on first use
+    SG_CUBLAS_CHECK(api.create(&cublas_));
+    SG_CUBLAS_CHECK(api.set_stream(cublas_, nullptr));  // the default stream, like the kernels
+  });
+  return cublas_;
+}
+
+void CudaBackend::empty_cache() {
+  Scope scope(*this);
+  allocator_.empty_cache();
+}
+
+void CudaBackend::synchronize() {
+  Scope scope(*this);
+  SG_CUDA_CHECK(cudaDeviceSynchronize());
+  throw_deferred_errors();
+}
+
+void CudaBackend::throw_deferred_errors() {
+  volatile IndexErrorRecord* r = host_record_;
+  if (r->ready == 0) return;
+  const IndexErrorRecord found{r->op, r->index, r->size, r->dim, 1};
+  // Re-arm: clear the host record, then (in stream order, after the failed kernel) the claim.
+  r->ready = 0;
+  SG_CUDA_CHECK(cudaMemsetAsync(error_slot_.claimed, 0, sizeof(int), nullptr));
+  SG_FAIL(
+      "{} (found by a CUDA kernel, which runs asynchronously: the error surfaces at a later "
+      "call, here on {})",
+      bad_index_message(index_op_name(found.op), found.index, found.size, found.dim), name_);
+}
+
+}  // namespace cuda
 
 bool cuda_available() { return cuda_probe().reason.empty(); }
 

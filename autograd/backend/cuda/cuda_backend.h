@@ -13,8 +13,13 @@
 
 #include <cstdint>
 
+#include <mutex>
+#include <string>
+
 #include "autograd/backend/backend.h"
 #include "autograd/backend/cuda/allocator.h"
+#include "autograd/backend/cuda/cuda_check.h"
+#include "autograd/backend/cuda/index_error.h"
 #include "autograd/backend/cuda/staging.h"
 
 namespace sg {
@@ -35,37 +40,78 @@ void cuda_synchronize(int index = 0);
 // makes the host wait for the GPU, so a training step makes none (tests/nn/test_cuda_training.cpp).
 int64_t cuda_device_to_host_copies();
 
-// The kernels, called by the backend after it made the tensors' device current. Same contracts
-// as the Backend methods of the same names (autograd/backend/backend.h).
 namespace cuda {
-void fill(const Tensor& out, double value);
-void copy(const Tensor& src, const Tensor& dst);
-void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta);
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
-void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out);
-void uniform(const Tensor& out, uint64_t state);
-void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
-            const Tensor& indices);
-void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate);
-void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out);
-void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
-                      const Tensor& out);
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-                  std::string_view op);
-void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-            std::string_view op);
-void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src);
-// The optional fused kernels (backend.h): softmax.cu, layer_norm.cu, adam.cu.
-void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out);
-void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                const Tensor& out, const Tensor& mean, const Tensor& rstd);
-void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
-                         const Tensor& dweight, const Tensor& dbias);
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                 const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                 double weight_decay, bool decoupled_weight_decay, int64_t step);
+
+// One GPU's backend. The kernels are defined in the file of their family (elementwise.cu,
+// reduce.cu, gemm.cu, softmax.cu, indexing.cu, layer_norm.cu, adam.cu), each opening with a Scope;
+// the memory and the tools in cuda_backend.cu.
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device);
+  std::string_view name() const override { return name_; }
+
+  void* allocate(size_t nbytes) override;
+  void deallocate(void* ptr, size_t nbytes) override;
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes) override;
+
+  void fill(const Tensor& out, double value) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) override;
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void uniform(const Tensor& out, uint64_t state) override;
+  void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+              const Tensor& indices) override;
+  void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
+  void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
+                        const Tensor& out) override;
+  void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                    std::string_view op) override;
+  void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+              std::string_view op) override;
+  void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) override;
+  // The optional fused kernels it has (softmax.cu, layer_norm.cu, adam.cu).
+  bool masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) override;
+  bool layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                  const Tensor& out, const Tensor& mean, const Tensor& rstd) override;
+  bool layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                           const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                           const Tensor& dweight, const Tensor& dbias) override;
+  bool adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                   double weight_decay, bool decoupled_weight_decay, int64_t step) override;
+
+  // For the kernels and the tools above.
+  cublasHandle_t cublas();
+  IndexErrorSlot error_slot() const { return error_slot_; }
+  CudaMemoryStats memory_stats() const { return allocator_.stats(); }
+  CudaStagingStats staging_stats() const { return staging_.stats(); }
+  void empty_cache();
+  void synchronize();
+
+ private:
+  // Every call: make the device current, and report a bad index that a kernel of an earlier call
+  // found (reading the mapped record costs no copy and no wait).
+  struct Scope {
+    explicit Scope(CudaBackend& backend);
+    DeviceGuard guard;
+  };
+
+  void throw_deferred_errors();
+
+  int device_;
+  std::string name_;
+  CachingAllocator allocator_;
+  StagingPool staging_;
+  std::once_flag cublas_once_;
+  cublasHandle_t cublas_ = nullptr;
+  IndexErrorRecord* host_record_ = nullptr;
+  IndexErrorSlot error_slot_{nullptr, nullptr};
+};
+
 }  // namespace cuda
 
 }  // namespace sg

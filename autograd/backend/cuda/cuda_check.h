@@ -29,3 +29,25 @@
   } while (false)
 
 #define SG_CUDA_CHECK_LAUNCH() SG_CUDA_CHECK(cudaGetLastError())
+
+namespace sg::cuda {
+
+// Makes `device` current for the lifetime of the guard, and restores the previous one after.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) : device_(device) {
+    SG_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device_) SG_CUDA_CHECK(cudaSetDevice(device_));
+  }
+  ~DeviceGuard() {
+    if (previous_ != device_) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int device_;
+  int previous_ = 0;
+};
+
+}  // namespace sg::cuda

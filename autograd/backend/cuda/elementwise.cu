@@ -278,7 +278,8 @@ __global__ void uniform_kernel(T* out, int64_t n, uint64_t state) {
 
 }  // namespace
 
-void fill(const Tensor& out, double value) {
+void CudaBackend::fill(const Tensor& out, double value) {
+  Scope scope(*this);
   const int64_t n = out.numel();
   if (n == 0) return;
   auto layout = make_layout<1>("fill", out.shape(), {&out.strides()});
@@ -288,14 +289,16 @@ void fill(const Tensor& out, double value) {
   });
 }
 
-void copy(const Tensor& src, const Tensor& dst) {
+void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
+  Scope scope(*this);
   dispatch_dtype("copy", dst.dtype(), [&]<typename D>() {
     dispatch_dtype("copy", src.dtype(),
                    [&]<typename S>() { map1<D, S>("copy", src, dst, CastFn<D, S>{}); });
   });
 }
 
-void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
+void CudaBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
+  Scope scope(*this);
   if (op == UnaryOp::LogicalNot) {
     return dispatch_dtype("logical_not", x.dtype(), [&]<typename T>() {
       map1<bool, T>("logical_not", x, out, LogicalNotFn<T>{});
@@ -321,7 +324,8 @@ void unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double 
   });
 }
 
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  Scope scope(*this);
   SG_CHECK(binary_defined(op, a.dtype()), "{}: not defined for {} tensors", op_name(op), a.dtype());
   dispatch_dtype(op_name(op), a.dtype(), [&]<typename T>() {
     if (is_comparison(op)) {
@@ -332,7 +336,9 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   });
 }
 
-void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tensor& out) {
+void CudaBackend::where(const Tensor& condition, const Tensor& a, const Tensor& b,
+                        const Tensor& out) {
+  Scope scope(*this);
   const int64_t n = out.numel();
   if (n == 0) return;
   auto layout = make_layout<4>("where", out.shape(),
@@ -344,7 +350,8 @@ void where(const Tensor& condition, const Tensor& a, const Tensor& b, const Tens
   });
 }
 
-void uniform(const Tensor& out, uint64_t state) {
+void CudaBackend::uniform(const Tensor& out, uint64_t state) {
+  Scope scope(*this);
   const int64_t n = out.numel();
   if (n == 0) return;
   dispatch_floating("uniform", out.dtype(), [&]<typename T>() {

@@ -23,7 +23,8 @@ cublasOperation_t op_of(const BlasMatrix& m) { return m.transposed ? CUBLAS_OP_T
 
 }  // namespace
 
-void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+void CudaBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
+  Scope scope(*this);
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   SG_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && batch <= INT_MAX,
            "matmul: sizes M={} N={} K={} (batch {}) exceed what cuBLAS can index", M, N, K, batch);

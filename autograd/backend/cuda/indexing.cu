@@ -128,8 +128,9 @@ __global__ void scatter_add_kernel(T* out, const int64_t* index, const T* src, i
 
 }  // namespace
 
-void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-                  std::string_view op) {
+void CudaBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                               std::string_view op) {
+  Scope scope(*this);
   const int64_t total = out.numel();
   if (total == 0) return;
   const DimLayout s = dim_layout(x.shape(), dim);
@@ -142,7 +143,9 @@ void index_select(const Tensor& x, int64_t dim, const Tensor& index, const Tenso
   });
 }
 
-void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index,
+                            const Tensor& src) {
+  Scope scope(*this);
   const int64_t total = src.numel();
   if (total == 0) return;
   const DimLayout s = dim_layout(out.shape(), dim);
@@ -159,8 +162,9 @@ void index_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor
   });
 }
 
-void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
-            std::string_view op) {
+void CudaBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
+                         std::string_view op) {
+  Scope scope(*this);
   const int64_t total = index.numel();
   if (total == 0) return;
   const GatherShape g = gather_shape_of(op, x.shape(), index, dim);
@@ -172,7 +176,9 @@ void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out
   });
 }
 
-void scatter_add(const Tensor& out, int64_t dim, const Tensor& index, const Tensor& src) {
+void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& index,
+                              const Tensor& src) {
+  Scope scope(*this);
   const int64_t total = index.numel();
   if (total == 0) return;
   const GatherShape g = gather_shape_of("scatter_add", out.shape(), index, dim);

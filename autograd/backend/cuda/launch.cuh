@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "autograd/backend/cuda/cuda_check.h"
+#include "autograd/backend/cuda/index_error.h"
 #include "autograd/backend/cuda/strided_layout.h"
 #include "autograd/tensor.h"
 
@@ -196,18 +197,6 @@ __device__ inline void atomic_add(int64_t* p, int64_t v) {
 }
 
 // ---- bad indices: a kernel cannot throw, so it leaves a note the host turns into sg::Error ----
-
-// Lives in pinned host memory mapped into the device: the host reads it without a copy.
-struct IndexErrorRecord {
-  int op;  // index_op_id() of the public op that launched the kernel
-  int64_t index, size, dim;
-  int ready;  // written last: the fields above are complete
-};
-
-struct IndexErrorSlot {
-  int* claimed;              // device memory: the first failing thread takes it
-  IndexErrorRecord* record;  // the mapped record, as the device sees it
-};
 
 // The first thread (of any kernel) with a bad index writes the record; later ones do nothing.
 __device__ inline void report_bad_index(IndexErrorSlot slot, int op, int64_t index, int64_t size,

@@ -309,11 +309,12 @@ RegisterPath layer_norm_backward_in_registers(const T* g, const T* x, const T* m
 
 }  // namespace
 
-void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+bool CudaBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                             const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+  Scope scope(*this);
   const int64_t D = x.size(-1);
   const Rows s{D == 0 ? 0 : x.numel() / D, D};
-  if (s.rows == 0) return;
+  if (s.rows == 0) return true;
   dispatch_floating("layer_norm", x.dtype(), [&]<typename T>() {
     const T* px = x.data_ptr<T>();
     const T *w = data_or_null<T>(weight), *b = data_or_null<T>(bias);
@@ -329,11 +330,13 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
           layer_norm_kernel<T, BlockGroup><<<grid, block>>>(px, w, b, e, py, pm, pr, s);
         });
   });
+  return true;
 }
 
-void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
-                         const Tensor& rstd, const Tensor& weight, const Tensor& dx,
-                         const Tensor& dweight, const Tensor& dbias) {
+bool CudaBackend::layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                                      const Tensor& rstd, const Tensor& weight, const Tensor& dx,
+                                      const Tensor& dweight, const Tensor& dbias) {
+  Scope scope(*this);
   const int64_t D = x.size(-1);
   const Rows s{D == 0 ? 0 : x.numel() / D, D};
   dispatch_floating("layer_norm_backward", x.dtype(), [&]<typename T>() {
@@ -374,6 +377,7 @@ void layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean
       }
     }
   });
+  return true;
 }
 
 }  // namespace sg::cuda

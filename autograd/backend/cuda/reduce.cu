@@ -143,8 +143,8 @@ __global__ void reduce_columns_kernel(ReduceArgs args, const T* x, T* out, int64
 }
 
 template <typename T>
-void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
-                  const Tensor& indices) {
+void reduce_typed(Backend& backend, ReduceOp op, const Tensor& x, int64_t reduced_dims,
+                  const Tensor& out, const Tensor& indices) {
   const Shape outer(x.shape().begin(), x.shape().end() - reduced_dims);
   const Strides outer_strides(x.strides().begin(), x.strides().end() - reduced_dims);
   const Shape inner(x.shape().end() - reduced_dims, x.shape().end());
@@ -153,7 +153,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tens
                   make_layout<1>(op_name(op), inner, {&inner_strides}), numel_of(outer),
                   numel_of(inner)};
   if (args.n_out == 0) return;
-  if (args.n_in == 0) return fill(out, 0.0);  // a sum of nothing (max/min were refused)
+  if (args.n_in == 0) return backend.fill(out, 0.0);  // a sum of nothing (max/min: refused)
   T* o = out.data_ptr<T>();
   int64_t* idx = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
   const T* px = x.data_ptr<T>();
@@ -191,14 +191,15 @@ void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tens
 
 }  // namespace
 
-void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
-            const Tensor& indices) {
+void CudaBackend::reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
+                         const Tensor& indices) {
+  Scope scope(*this);
   // Max and min over an empty dim were refused by the op (ops/reduce.cpp).
   dispatch_dtype(op_name(op), x.dtype(), [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {
       SG_FAIL("{}: not defined for bool tensors", op_name(op));
     } else {
-      reduce_typed<T>(op, x, reduced_dims, out, indices);
+      reduce_typed<T>(*this, op, x, reduced_dims, out, indices);
     }
   });
 }

@@ -275,7 +275,8 @@ __global__ void masked_softmax_block_kernel(const T* x, const bool* mask,
 
 }  // namespace
 
-void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
+void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
+  Scope scope(*this);
   if (x.numel() == 0) return;
   const DimLayout s = dim_layout(x.shape(), x.dim() == 0 ? 0 : dim);
   dispatch_floating(log ? "log_softmax" : "softmax", x.dtype(), [&]<typename T>() {
@@ -296,8 +297,9 @@ void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) {
   });
 }
 
-void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
-                      const Tensor& out) {
+void CudaBackend::softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
+                                   const Tensor& out) {
+  Scope scope(*this);
   if (y.numel() == 0) return;
   const DimLayout s = dim_layout(y.shape(), y.dim() == 0 ? 0 : dim);
   dispatch_floating("softmax_backward", y.dtype(), [&]<typename T>() {
@@ -324,8 +326,9 @@ void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log
 
 namespace sg::cuda {
 
-void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) {
-  if (x.numel() == 0) return;
+bool CudaBackend::masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) {
+  Scope scope(*this);
+  if (x.numel() == 0) return true;
   const bool scalar = x.dim() == 0;
   const int64_t D = scalar ? 1 : x.size(-1);
   const int64_t mask_step = scalar ? 0 : mask.stride(-1);
@@ -349,6 +352,7 @@ void masked_softmax(const Tensor& x, const Tensor& mask, const Tensor& out) {
     }
     SG_CUDA_CHECK_LAUNCH();
   });
+  return true;
 }
 
 }  // namespace sg::cuda

@@ -139,6 +139,18 @@ TEST(BackendCpuParity, ElementwiseOnContiguousStridedBroadcastAndPooledTensors) 
   }
 }
 
+TEST(BackendCpuParity, RandomNumbersAndFillsAreTheSame) {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    EXPECT_TRUE(parity(
+        [dtype](auto&) {
+          Generator gen(7);
+          return std::vector<Tensor>{rand({300, 301}, gen, dtype), randn({5, 3}, gen, dtype),
+                                     full({400, 70}, 2.5, dtype)};
+        },
+        {}, fmt::format("random {}", dtype)));
+  }
+}
+
 TEST(BackendCpuParity, ReductionsOverRowsColumnsAndStridedBlocks) {
   for (DType dtype : {kFloat32, kFloat64}) {
     for (int64_t C : kAroundLimits) {
@@ -292,6 +304,18 @@ TEST(BackendCpuParity, AttentionAroundBothKernelsLimits) {
             {q, k, v},
             fmt::format("attention {} T={} S={} Dh={} mask {}", dtype, c.T, c.S, c.Dh, name)));
       }
+      // Heads split from projections' rows, [B, L, H, D] seen as [B, H, L, D]: strided q, k, v.
+      const Tensor q_rows = random({2, c.T, 3, c.Dh}, 6, dtype);
+      const Tensor k_rows = random({2, c.S, 3, c.Dh}, 7, dtype);
+      const Tensor v_rows = random({2, c.S, 3, c.Dh}, 8, dtype);
+      EXPECT_TRUE(parity(
+          [&padding, scale](auto& x) {
+            auto [out, weights] = fused_attention(x[0].transpose(1, 2), x[1].transpose(1, 2),
+                                                  x[2].transpose(1, 2), padding, scale);
+            return std::vector<Tensor>{out, weights};
+          },
+          {q_rows, k_rows, v_rows},
+          fmt::format("attention {} T={} S={} Dh={} split heads", dtype, c.T, c.S, c.Dh)));
     }
   }
 }
