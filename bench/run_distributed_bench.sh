@@ -12,7 +12,8 @@
 # allocator, do not move a median). Reported: time per step, speed-up and efficiency
 #   strong: speed-up = t1(B) / t2(B),        efficiency = speed-up / 2
 #   weak:   efficiency = t1(B) / t2(2B)      (the same work per rank; 1.0 = perfect)
-# and the gradient bytes each rank all-reduces per step, with the ring's traffic 2 (N-1)/N of it.
+# and the gradient bytes each rank all-reduces per step, with the ring's traffic 2 (N-1)/N of it,
+# and (where bench/bench_allreduce is built) the time of one all-reduce of that many bytes alone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -52,6 +53,9 @@ for r in $(seq 1 "$repeats"); do
     --out "$tmp/weak" --metrics-json "$tmp/weak.json" >/dev/null
   t1=$(median_ms "$tmp/one.json") t2=$(median_ms "$tmp/two.json") tw=$(median_ms "$tmp/weak.json")
   bytes=$(sed -n 's/.*"gradient_bytes_per_step": \([0-9]*\).*/\1/p' "$tmp/two.json")
+  if [[ -x $build/bench/bench_allreduce ]]; then
+    mpirun -np 2 --oversubscribe "$build/bench/bench_allreduce" --bytes "$bytes" | sed 's/^/  /'
+  fi
   awk -v r="$r" -v t1="$t1" -v t2="$t2" -v tw="$tw" -v b="$bytes" -v batch="$batch" 'BEGIN {
     printf "repeat %d: 1 rank %.1f ms/step | 2 ranks, batch %d: %.1f ms/step, speed-up %.2fx, " \
            "efficiency %.0f%% | 2 ranks, batch %d: %.1f ms/step, weak efficiency %.0f%%\n",

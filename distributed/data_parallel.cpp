@@ -93,6 +93,8 @@ void DistributedDataParallel::on_gradient_ready(size_t k) {
            "bucket was already being all-reduced; call finish_gradient_sync() between backward "
            "passes that use different parameters",
            group_->rank(), distributed::describe(params_[k]));
+  // Buckets already on their way move on while backward computes this gradient's successors.
+  for (size_t i = 0; i < next_to_start_; ++i) buckets_[i]->work->progress();
   NoGradGuard no_grad;
   Tensor slot = b.flat.narrow(0, offset, params_[k].numel());
   slot.copy_(params_[k].grad().reshape({-1}));

@@ -9,7 +9,7 @@ namespace sg::distributed {
 void wait_for(MPI_Request& request, const std::string& what, std::chrono::milliseconds timeout) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  for (int polls = 0;; ++polls) {
+  for (int64_t polls = 0;; ++polls) {
     int done = 0;
     const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     SG_CHECK(code == MPI_SUCCESS, "{}: MPI failed: {}", what, mpi_error_string(code));
@@ -19,14 +19,11 @@ void wait_for(MPI_Request& request, const std::string& what, std::chrono::millis
              "{}: timed out after {:.0f} s waiting for the other ranks (one of them died, hangs, "
              "or called a different sequence of collectives)",
              what, std::chrono::duration<double>(timeout).count());
-    // Spin first (a collective between live ranks finishes in microseconds), then give the core
-    // away: with more ranks than cores, a spinning rank would starve the one it waits for.
-    if (polls < 1000) continue;
-    if (waited < std::chrono::milliseconds(10)) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
+    // Spin first (a collective between live ranks often finishes in microseconds), then yield
+    // the core between polls: with more ranks than cores, a spinning rank would starve the one it
+    // waits for. Never sleep: Open MPI moves a collective forward only inside MPI_Test, so a
+    // sleeping rank stalls the transfer (bench/README.md, "Data-parallel scaling").
+    if (polls >= 1000) std::this_thread::yield();
   }
 }
 

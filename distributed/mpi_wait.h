@@ -11,8 +11,8 @@
 namespace sg::distributed {
 
 // Returns once `request` has completed; throws sg::Error "<what>: ... timed out after N s" when
-// `timeout` passes first. Polls busily for a moment, then yields the core between polls, so ranks
-// that share cores with each other (mpirun --oversubscribe) still make progress.
+// `timeout` passes first. Polls busily, yielding the core between polls after the first thousand,
+// so ranks that share cores with each other (mpirun --oversubscribe) still make progress.
 void wait_for(MPI_Request& request, const std::string& what, std::chrono::milliseconds timeout);
 
 // MPI's error string for an error code, for messages.

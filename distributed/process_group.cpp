@@ -55,10 +55,16 @@ class MpiWork final : public Work {
     // dangling buffer (only an exception unwinding past the owner gets here).
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
+  void progress() override {
+    if (request_ == MPI_REQUEST_NULL) return;  // complete (MPI_Test resets a finished request)
+    int done = 0;
+    const int code = MPI_Test(&request_, &done, MPI_STATUS_IGNORE);
+    SG_CHECK(code == MPI_SUCCESS, "{}: MPI failed: {}", what_, mpi_error_string(code));
+  }
   void wait() override {
-    if (request_ == MPI_REQUEST_NULL) return;
-    wait_for(request_, what_, timeout_);
-    request_ = MPI_REQUEST_NULL;
+    if (waited_) return;
+    if (request_ != MPI_REQUEST_NULL) wait_for(request_, what_, timeout_);
+    waited_ = true;
     if (op_ == ReduceOp::Average) divide_in_place(tensor_, world_size_);
     mark_written(tensor_);
   }
@@ -66,6 +72,7 @@ class MpiWork final : public Work {
  private:
   Tensor tensor_;
   MPI_Request request_;
+  bool waited_ = false;  // wait() has returned: the result (and the average) is in the tensor
   ReduceOp op_;
   int world_size_;
   std::string what_;
@@ -88,6 +95,11 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    // The ranks that share this machine's memory, numbered from 0: the local rank.
+    MPI_Comm node = MPI_COMM_NULL;
+    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank_);
+    MPI_Comm_free(&node);
   }
 
   ~MpiProcessGroup() override {
@@ -98,6 +110,7 @@ class MpiProcessGroup final : public ProcessGroup {
 
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
   std::string backend_name(Device device) const override {
     return device.is_cuda() ? "nccl" : "mpi";
   }
@@ -110,11 +123,13 @@ class MpiProcessGroup final : public ProcessGroup {
     check_tensor("all_reduce", tensor);
     check_same_on_all_ranks(comm_, "all_reduce", tensor, -1, static_cast<int>(op),
                             options_.timeout);
-    if (size_ == 1) return std::make_unique<DoneWork>();
+    // CUDA tensors go through NCCL even alone (a communicator of one): the GPU path is the same
+    // on one GPU as on many.
     if (tensor.device().is_cuda()) {
       nccl_for(tensor, "all_reduce").all_reduce(tensor, op);
       return std::make_unique<DoneWork>();
     }
+    if (size_ == 1) return std::make_unique<DoneWork>();
     MPI_Request request = MPI_REQUEST_NULL;
     const int code =
         MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), static_cast<int>(tensor.numel()),
@@ -131,11 +146,11 @@ class MpiProcessGroup final : public ProcessGroup {
              root, size_);
     check_tensor("broadcast", tensor);
     check_same_on_all_ranks(comm_, "broadcast", tensor, root, 0, options_.timeout);
-    if (size_ == 1) return;
     if (tensor.device().is_cuda()) {
       nccl_for(tensor, "broadcast").broadcast(tensor, root);
       return;
     }
+    if (size_ == 1) return;
     MPI_Request request = MPI_REQUEST_NULL;
     const int code = MPI_Ibcast(tensor.raw_data(), static_cast<int>(tensor.numel()),
                                 mpi_type_of(tensor.dtype()), root, comm_, &request);
@@ -197,7 +212,7 @@ class MpiProcessGroup final : public ProcessGroup {
 
   ProcessGroupOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
 };
 
 void finalize_at_exit() {

@@ -34,6 +34,10 @@ class Work {
  public:
   virtual ~Work() = default;
   virtual void wait() = 0;
+  // Lets the collective advance without waiting for it. Open MPI moves a non-blocking collective
+  // forward only inside MPI calls (it has no progress thread), so a caller that computes between
+  // start and wait() calls this now and then to keep the data flowing meanwhile.
+  virtual void progress() {}
 };
 
 struct ProcessGroupOptions {
@@ -47,6 +51,8 @@ class ProcessGroup {
   virtual ~ProcessGroup() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  // This rank's index among the ranks on its own machine: the GPU it drives (one rank per GPU).
+  virtual int local_rank() const = 0;
   virtual std::string backend_name(Device device) const = 0;  // "mpi", "nccl"
 
   // In place on every rank: tensor = sum (or mean) of every rank's tensor.

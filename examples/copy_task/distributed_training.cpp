@@ -97,6 +97,15 @@ int distributed_world_size() {
   return 1;
 }
 
+int distributed_local_rank() {
+  join_distributed_job();
+#if SG_COPY_TASK_DISTRIBUTED
+  return sg::distributed::default_group()->local_rank();
+#else
+  return 0;
+#endif
+}
+
 void abort_distributed_job(int exit_code) {
 #if SG_COPY_TASK_DISTRIBUTED
   sg::distributed::abort_job(exit_code);

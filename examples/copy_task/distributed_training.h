@@ -47,6 +47,7 @@ class DataParallelRun {
 void join_distributed_job();  // init_process_group(), or an error in a build without MPI
 int distributed_rank();
 int distributed_world_size();
+int distributed_local_rank();  // joins the job first; the rank's index on its machine
 [[noreturn]] void abort_distributed_job(int exit_code);
 
 }  // namespace copy_task

@@ -232,7 +232,10 @@ LoadedModel load_checkpoint(const std::string& path) {
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();
-  const sg::Device device = parse_device(options.device);
+  // --distributed --device cuda: one GPU per rank, the rank's index on its machine.
+  const sg::Device device = options.distributed && options.device == "cuda"
+                                ? parse_device(fmt::format("cuda:{}", distributed_local_rank()))
+                                : parse_device(options.device);
   // Steps between reads of the loss and accuracy: 1 on the CPU (reading costs nothing there), 25
   // on a GPU (the host queues 25 steps ahead without waiting).
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);

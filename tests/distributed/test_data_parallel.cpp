@@ -2,6 +2,7 @@
 #include "distributed/data_parallel.h"
 
 #include "nn/nn.h"
+#include "tests/distributed/gpu_per_rank.h"
 #include "tests/support/testing.h"
 
 namespace sg::nn {
@@ -68,10 +69,12 @@ TEST(DistributedDataParallelTest, MatchesOneProcessWithTheGlobalBatch) {
   DistributedDataParallel ddp(model, group, {.bucket_cap_bytes = 300});
   EXPECT_EQ(ddp.bucket_count(), 2);
   EXPECT_EQ(ddp.gradient_bytes(), (kIn * kHidden + kHidden + kHidden * kOut + kOut) * 8);
-  optim::Adam optimizer(model->parameters(), {.lr = 0.05});
+  // SGD with momentum, not Adam: Adam's step hardly changes when every gradient is scaled, so it
+  // would not notice a sum over ranks where a mean belongs.
+  optim::SGD optimizer(model->parameters(), {.lr = 0.1, .momentum = 0.9});
 
   auto reference = make_model(/*seed=*/7);  // one process, the whole batch
-  optim::Adam reference_optimizer(reference->parameters(), {.lr = 0.05});
+  optim::SGD reference_optimizer(reference->parameters(), {.lr = 0.1, .momentum = 0.9});
 
   for (int step = 0; step < 5; ++step) {
     auto batch = global_batch(step);
@@ -86,8 +89,8 @@ TEST(DistributedDataParallelTest, MatchesOneProcessWithTheGlobalBatch) {
   }
   // Not bit-identical: the reference sums each gradient over 8 rows in one matmul, the ranks over
   // 8/N rows and then over ranks, a different order of the same float64 additions (~1e-16
-  // relative each), which 5 Adam steps carry along; 1e-10 leaves a wide margin and still fails
-  // for any real difference (a sum instead of a mean would be off by a factor N).
+  // relative each), which 5 momentum steps carry along; 1e-10 leaves a wide margin and still
+  // fails for any real difference (a sum instead of a mean is off by a factor N).
   expect_same_parameters(*model, *reference, 1e-10);
 }
 
@@ -161,6 +164,35 @@ TEST(DistributedDataParallelTest, SyncFinishesInsideBackwardAndToleratesUnusedPa
   ddp.finish_gradient_sync();
   EXPECT_TRUE(tensors_equal(model->fc2->weight.grad(), zeros({kOut, kHidden}, kFloat64)));
   EXPECT_TRUE(model->fc1->weight.grad().defined());
+}
+
+TEST(DistributedDataParallelTest, OnTheGpuTakesTheSameStepsAsOnTheCpu) {
+  auto group = default_group();
+  const std::string why_not = sg::testing::why_not_a_gpu_per_rank(*group);
+  if (!why_not.empty()) GTEST_SKIP() << why_not;
+  const Device gpu = Device::cuda(group->local_rank());
+  auto on_cpu = make_model(13), on_gpu = make_model(13);
+  on_gpu->to(gpu);
+  // Buckets on the GPU are all-reduced by NCCL (a communicator of one when alone).
+  DistributedDataParallel cpu_ddp(on_cpu, group, {.bucket_cap_bytes = 300});
+  DistributedDataParallel gpu_ddp(on_gpu, group, {.bucket_cap_bytes = 300});
+  optim::SGD cpu_opt(on_cpu->parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD gpu_opt(on_gpu->parameters(), {.lr = 0.1, .momentum = 0.9});
+  for (int step = 0; step < 3; ++step) {
+    auto batch = shard(global_batch(step), group->rank(), group->world_size());
+    cpu_opt.zero_grad();
+    loss_of(*on_cpu, batch).backward();
+    cpu_ddp.finish_gradient_sync();
+    cpu_opt.step();
+    gpu_opt.zero_grad();
+    loss_of(*on_gpu, {batch.first.to(gpu), batch.second.to(gpu)}).backward();
+    gpu_ddp.finish_gradient_sync();
+    gpu_opt.step();
+  }
+  auto a = on_gpu->parameters(), e = on_cpu->parameters();
+  // float64 on both; the GPU's kernels sum in another order: rounding-level differences only.
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(tensors_near(a[i].to(kCPU), e[i], 1e-10, 1e-10));
 }
 
 TEST(DistributedDataParallelTest, RefusesAModuleWithoutParameters) {

@@ -1,6 +1,7 @@
 // sg::distributed's collectives: results, and the errors for bad or mismatched input.
 #include "distributed/process_group.h"
 
+#include "tests/distributed/gpu_per_rank.h"
 #include "tests/support/testing.h"
 
 namespace sg::distributed {
@@ -78,6 +79,27 @@ TEST(DistributedProcessGroupTest, DifferentCollectivesOnDifferentRanksAreReporte
     EXPECT_SG_ERROR(group->broadcast(t, 0), "in a different collective");
   }
   group->barrier();  // and the group still works afterwards
+}
+
+TEST(DistributedProcessGroupTest, CudaTensorsGoThroughNccl) {
+  auto group = default_group();
+  const std::string why_not = sg::testing::why_not_a_gpu_per_rank(*group);
+  if (!why_not.empty()) GTEST_SKIP() << why_not;
+  const Device device = Device::cuda(group->local_rank());
+  const int n = group->world_size(), r = group->rank();
+  for (DType dtype : {kFloat32, kFloat64}) {
+    Tensor t = full({3, 5}, r + 1.0, TensorOptions(dtype).device(device));
+    group->all_reduce(t, ReduceOp::Sum);
+    EXPECT_TRUE(tensors_equal(t.to(kCPU), full({3, 5}, n * (n + 1) / 2.0, dtype)));
+    Tensor m = full({7}, 2.0 * r, TensorOptions(dtype).device(device));
+    auto work = group->all_reduce_async(m, ReduceOp::Average);
+    work->wait();
+    EXPECT_TRUE(tensors_near(m.to(kCPU), full({7}, n - 1.0, dtype), 1e-6, 0));
+    Tensor b = full({4}, static_cast<double>(r), TensorOptions(dtype).device(device));
+    group->broadcast(b, n - 1);
+    EXPECT_TRUE(tensors_equal(b.to(kCPU), full({4}, n - 1.0, dtype)));
+  }
+  EXPECT_EQ(group->backend_name(device), "nccl");
 }
 
 }  // namespace
