@@ -16,7 +16,7 @@ void wait_for(MPI_Request& request, const std::string& what, std::chrono::millis
     if (done) return;
     const auto waited = Clock::now() - start;
     SG_CHECK(waited < timeout,
-             "{}: timed out after {:.0f} s waiting for the other ranks (one of them died, hangs, "
+             "{}: timed out after {:.1f} s waiting for the other ranks (one of them died, hangs, "
              "or called a different sequence of collectives)",
              what, std::chrono::duration<double>(timeout).count());
     // Spin first (a collective between live ranks often finishes in microseconds), then yield
