@@ -8,6 +8,8 @@
 #   1 rank  : copy_task train (no --distributed), global batch B
 #   2 ranks : mpirun -np 2 copy_task train --distributed, global batch B (B/2 per rank)
 #   2 ranks : the same with global batch 2B (B per rank: weak scaling)
+#   2 ranks : global batch B with 1 MiB buckets instead of 25 MiB (more, earlier all-reduces:
+#             more overlap with backward, more per-call overhead)
 # and reads each run's median ms per step from its metrics JSON (the first steps, warm-up of the
 # allocator, do not move a median). Reported: time per step, speed-up and efficiency
 #   strong: speed-up = t1(B) / t2(B),        efficiency = speed-up / 2
@@ -51,15 +53,19 @@ for r in $(seq 1 "$repeats"); do
     --out "$tmp/two" --metrics-json "$tmp/two.json" >/dev/null
   mpirun -np 2 --oversubscribe "$copy_task" "${common[@]}" --distributed --batch $((2 * batch)) \
     --out "$tmp/weak" --metrics-json "$tmp/weak.json" >/dev/null
+  mpirun -np 2 --oversubscribe "$copy_task" "${common[@]}" --distributed --batch "$batch" \
+    --bucket-mb 1 --out "$tmp/small" --metrics-json "$tmp/small.json" >/dev/null
   t1=$(median_ms "$tmp/one.json") t2=$(median_ms "$tmp/two.json") tw=$(median_ms "$tmp/weak.json")
+  ts=$(median_ms "$tmp/small.json")
   bytes=$(sed -n 's/.*"gradient_bytes_per_step": \([0-9]*\).*/\1/p' "$tmp/two.json")
   if [[ -x $build/bench/bench_allreduce ]]; then
     mpirun -np 2 --oversubscribe "$build/bench/bench_allreduce" --bytes "$bytes" | sed 's/^/  /'
   fi
-  awk -v r="$r" -v t1="$t1" -v t2="$t2" -v tw="$tw" -v b="$bytes" -v batch="$batch" 'BEGIN {
+  awk -v r="$r" -v ts="$ts" -v t1="$t1" -v t2="$t2" -v tw="$tw" -v b="$bytes" -v batch="$batch" 'BEGIN {
     printf "repeat %d: 1 rank %.1f ms/step | 2 ranks, batch %d: %.1f ms/step, speed-up %.2fx, " \
            "efficiency %.0f%% | 2 ranks, batch %d: %.1f ms/step, weak efficiency %.0f%%\n",
            r, t1, batch, t2, t1 / t2, 50 * t1 / t2, 2 * batch, tw, 100 * t1 / tw
+    printf "  2 ranks, batch %d, 1 MiB buckets: %.1f ms/step (25 MiB buckets: %.1f)\n", batch, ts, t2
     printf "  gradients all-reduced per step: %.2f MB per rank; ring traffic 2(N-1)/N x that = " \
            "%.2f MB sent and received per rank (N=2), %.2f MB at N=8\n",
            b / 1e6, b / 1e6, 2 * 7 / 8 * b / 1e6
