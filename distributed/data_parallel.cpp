@@ -42,23 +42,26 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   // Reverse registration order approximates the order backward finishes the gradients; a bucket
   // holds one dtype on one device, up to the cap.
   slot_.resize(params_.size());
+  std::vector<int64_t> numels;  // each bucket's size, allocated once all are known
   int64_t bucket_bytes = 0;
   for (size_t k = params_.size(); k-- > 0;) {
     const Tensor& p = params_[k];
     const int64_t bytes = p.numel() * static_cast<int64_t>(dtype_size(p.dtype()));
-    const bool fits = !buckets_.empty() && bucket_bytes + bytes <= options.bucket_cap_bytes &&
-                      buckets_.back()->flat.dtype() == p.dtype() &&
-                      buckets_.back()->flat.device() == p.device();
+    const Tensor* first = buckets_.empty() ? nullptr : &params_[buckets_.back()->params.front()];
+    const bool fits = first != nullptr && bucket_bytes + bytes <= options.bucket_cap_bytes &&
+                      first->dtype() == p.dtype() && first->device() == p.device();
     if (!fits) {
       buckets_.push_back(std::make_unique<Bucket>());
-      buckets_.back()->flat = zeros({0}, p.options());  // grows below
+      numels.push_back(0);
       bucket_bytes = 0;
     }
-    Bucket& b = *buckets_.back();
-    slot_[k] = {buckets_.size() - 1, b.flat.numel()};
-    b.params.push_back(k);
-    b.flat = zeros({b.flat.numel() + p.numel()}, p.options());
+    slot_[k] = {buckets_.size() - 1, numels.back()};
+    buckets_.back()->params.push_back(k);
+    numels.back() += p.numel();
     bucket_bytes += bytes;
+  }
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    buckets_[i]->flat = zeros({numels[i]}, params_[buckets_[i]->params.front()].options());
   }
 
   filled_.assign(params_.size(), false);
