@@ -14,15 +14,16 @@ namespace {
 
 constexpr size_t kMaxDims = 6;  // larger ranks are compared by numel and a hash of their dims
 
-// Fourteen int64 (112 bytes), all-gathered as MPI_INT64_T.
+// Fifteen int64 (120 bytes), all-gathered as MPI_INT64_T.
 struct Signature {
   int64_t op = 0, detail = 0, dtype = 0, device_type = 0, root = 0, ndim = 0, numel = 0;
+  int64_t usable = 1;  // 0: this rank's tensor was refused (its own error says why)
   int64_t dims_hash = 0;
   std::array<int64_t, kMaxDims> dims{};
 
   bool operator==(const Signature&) const = default;
 };
-static_assert(sizeof(Signature) == 14 * sizeof(int64_t));
+static_assert(sizeof(Signature) == 15 * sizeof(int64_t));
 
 // FNV-1a: the same number for the same name in every process (std::hash promises no such thing).
 int64_t name_code(std::string_view name) {
@@ -31,13 +32,16 @@ int64_t name_code(std::string_view name) {
   return static_cast<int64_t>(h >> 1);
 }
 
-Signature signature_of(const std::string& op, const Tensor& tensor, int root, int detail) {
+Signature signature_of(const std::string& op, const Tensor& tensor, int root, int detail,
+                       bool usable) {
   Signature s;
   s.op = name_code(op);
   s.detail = detail;
+  s.root = root;
+  s.usable = usable;
+  if (!tensor.defined()) return s;
   s.dtype = static_cast<int64_t>(tensor.dtype());
   s.device_type = static_cast<int64_t>(tensor.device().type);
-  s.root = root;
   s.ndim = tensor.dim();
   s.numel = tensor.numel();
   for (int64_t d = 0; d < tensor.dim(); ++d) {
@@ -54,19 +58,34 @@ std::string describe(const Tensor& tensor) {
 }
 
 void check_same_on_all_ranks(MPI_Comm comm, const std::string& op, const Tensor& tensor, int root,
-                             int detail, std::chrono::milliseconds timeout) {
+                             int detail, const std::string& refused,
+                             std::chrono::milliseconds timeout) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  if (size == 1) return;
-  const Signature mine = signature_of(op, tensor, root, detail);
+  if (size == 1) {
+    if (!refused.empty()) throw Error(refused);
+    return;
+  }
+  const Signature mine = signature_of(op, tensor, root, detail, refused.empty());
   std::vector<Signature> all(static_cast<size_t>(size));
   constexpr int kWords = sizeof(Signature) / sizeof(int64_t);
   MPI_Request request = MPI_REQUEST_NULL;
   const int code =
       MPI_Iallgather(&mine, kWords, MPI_INT64_T, all.data(), kWords, MPI_INT64_T, comm, &request);
   SG_CHECK(code == MPI_SUCCESS, "{}: rank {}: MPI failed: {}", op, rank, mpi_error_string(code));
-  wait_for(request, fmt::format("{} on rank {} with {}", op, rank, describe(tensor)), timeout);
+  wait_for(request,
+           fmt::format("{} on rank {} with {}", op, rank,
+                       tensor.defined() ? describe(tensor) : "an undefined tensor"),
+           timeout);
+  // A refused tensor on any rank fails every rank: the others must not wait for it.
+  if (!refused.empty()) throw Error(refused);
+  for (int r = 0; r < size; ++r) {
+    SG_CHECK(all[static_cast<size_t>(r)].usable,
+             "{}: rank {}'s tensor was refused (its own error "
+             "says why), so rank {} stops too",
+             op, r, rank);
+  }
   if (std::all_of(all.begin(), all.end(), [&](const Signature& s) { return s == all[0]; })) return;
 
   // Each rank knows only its own tensor by name; the others are spelled out from their signature.

@@ -120,9 +120,8 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op) override {
-    check_tensor("all_reduce", tensor);
     check_same_on_all_ranks(comm_, "all_reduce", tensor, -1, static_cast<int>(op),
-                            options_.timeout);
+                            refusal("all_reduce", tensor), options_.timeout);
     // CUDA tensors go through NCCL even alone (a communicator of one): the GPU path is the same
     // on one GPU as on many.
     if (tensor.device().is_cuda()) {
@@ -144,8 +143,8 @@ class MpiProcessGroup final : public ProcessGroup {
   void broadcast(const Tensor& tensor, int root) override {
     SG_CHECK(root >= 0 && root < size_, "broadcast: root {} is not a rank of this group of {}",
              root, size_);
-    check_tensor("broadcast", tensor);
-    check_same_on_all_ranks(comm_, "broadcast", tensor, root, 0, options_.timeout);
+    check_same_on_all_ranks(comm_, "broadcast", tensor, root, 0, refusal("broadcast", tensor),
+                            options_.timeout);
     if (tensor.device().is_cuda()) {
       nccl_for(tensor, "broadcast").broadcast(tensor, root);
       return;
@@ -172,17 +171,25 @@ class MpiProcessGroup final : public ProcessGroup {
 
  private:
   // What MPI and NCCL can take: a defined, contiguous float32/float64 tensor with an int count.
-  void check_tensor(const char* op, const Tensor& tensor) const {
-    SG_CHECK(tensor.defined(), "{}: rank {}: the tensor is undefined", op, rank_);
-    SG_CHECK(tensor.dtype() == kFloat32 || tensor.dtype() == kFloat64,
-             "{}: rank {}: {} is not supported (float32 and float64 are)", op, rank_,
-             describe(tensor));
-    SG_CHECK(tensor.is_contiguous(),
-             "{}: rank {}: the tensor ({}) is not contiguous; collectives work in place on "
-             "contiguous memory (call .contiguous() and copy the result back)",
-             op, rank_, describe(tensor));
-    SG_CHECK(tensor.numel() <= INT32_MAX, "{}: rank {}: {} has more than 2^31-1 elements", op,
-             rank_, describe(tensor));
+  // Returns the error for anything else (empty when fine); check_same_on_all_ranks throws it on
+  // this rank and a matching one on the others.
+  std::string refusal(const char* op, const Tensor& tensor) const {
+    if (!tensor.defined()) return fmt::format("{}: rank {}: the tensor is undefined", op, rank_);
+    if (tensor.dtype() != kFloat32 && tensor.dtype() != kFloat64) {
+      return fmt::format("{}: rank {}: {} is not supported (float32 and float64 are)", op, rank_,
+                         describe(tensor));
+    }
+    if (!tensor.is_contiguous()) {
+      return fmt::format(
+          "{}: rank {}: the tensor ({}) is not contiguous; collectives work in place on "
+          "contiguous memory (call .contiguous() and copy the result back)",
+          op, rank_, describe(tensor));
+    }
+    if (tensor.numel() > INT32_MAX) {
+      return fmt::format("{}: rank {}: {} has more than 2^31-1 elements", op, rank_,
+                         describe(tensor));
+    }
+    return "";
   }
 
 #if SCRATCHGRAD_HAS_NCCL

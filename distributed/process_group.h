@@ -13,7 +13,7 @@
 //
 // Mismatches are caught, not left to hang or to scramble memory: before each collective every
 // rank shares a small signature (the operation, dtype, device type, shape, root) with all the
-// others, one 112-byte all-gather, and if any differ every rank throws the same sg::Error naming
+// others, one 120-byte all-gather, and if any differ every rank throws the same sg::Error naming
 // the operation and each rank's tensor. A rank that never arrives (it died, or took another path)
 // is reported after `timeout` instead of waiting forever. docs/15-distributed.md has the costs.
 #pragma once

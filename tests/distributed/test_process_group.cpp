@@ -69,6 +69,19 @@ TEST(DistributedProcessGroupTest, MismatchedShapesAreReportedOnEveryRank) {
   EXPECT_SG_ERROR(group->broadcast(d, 0), "rank 1 has float64 [2] on cpu (root 0)");
 }
 
+TEST(DistributedProcessGroupTest, ATensorRefusedOnOneRankFailsEveryRank) {
+  SKIP_UNLESS_RANKS(2);
+  auto group = default_group();
+  // Rank 1 passes int64: it fails with its own reason, rank 0 learns of it instead of waiting.
+  Tensor t = zeros({3}, TensorOptions(group->rank() == 1 ? kInt64 : kFloat32));
+  if (group->rank() == 1) {
+    EXPECT_SG_ERROR(group->all_reduce(t), "all_reduce: rank 1: int64 [3] on cpu is not supported");
+  } else {
+    EXPECT_SG_ERROR(group->all_reduce(t), "all_reduce: rank 1's tensor was refused");
+  }
+  group->barrier();
+}
+
 TEST(DistributedProcessGroupTest, DifferentCollectivesOnDifferentRanksAreReported) {
   SKIP_UNLESS_RANKS(2);
   auto group = default_group();
