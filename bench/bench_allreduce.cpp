@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     if (group->rank() == 0) {
       fmt::print(
-          "all-reduce of {:.2f} MB over {} ranks: median {:.1f} ms, min {:.1f} ms ({} repeats)\n",
+          "all-reduce of {:.2f} MB over {} ranks: median {:.3f} ms, min {:.3f} ms ({} repeats)\n",
           static_cast<double>(bytes) / 1e6, group->world_size(), ms[ms.size() / 2], ms[0], repeats);
     }
   } catch (const std::exception& e) {
