@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "autograd/factory.h"
+#include "autograd/grad_hooks.h"
 #include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
@@ -44,6 +45,21 @@ std::unordered_map<Node*, int> count_dependencies(Node* root) {
   return deps;
 }
 
+// For each leaf with a post-accumulate-grad hook, how many edges of this graph deliver into it:
+// its hooks run once that many contributions have arrived (autograd/grad_hooks.h). Empty, and
+// free, when no hook is registered anywhere.
+std::unordered_map<TensorImpl*, int> count_hooked_leaf_uses(
+    const std::unordered_map<Node*, int>& nodes) {
+  std::unordered_map<TensorImpl*, int> uses;
+  if (!any_post_accumulate_grad_hooks()) return uses;
+  for (const auto& [node, deps] : nodes) {
+    for (const Edge& edge : node->edges()) {
+      if (edge.leaf && has_post_accumulate_grad_hooks(edge.leaf.get())) ++uses[edge.leaf.get()];
+    }
+  }
+  return uses;
+}
+
 }  // namespace
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
@@ -71,12 +87,14 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   seed = seed.detach();
   if (!root.grad_fn()) {  // backward() on a leaf: its gradient is the seed itself
     accumulate_into_leaf(*root.impl(), seed);
+    if (any_post_accumulate_grad_hooks()) run_post_accumulate_grad_hooks(root.impl_ptr());
     return;
   }
 
   // Kahn's algorithm: a node runs when every edge pointing at it has delivered its gradient.
   Node* root_node = root.grad_fn().get();
   std::unordered_map<Node*, int> deps = count_dependencies(root_node);
+  std::unordered_map<TensorImpl*, int> hooked_leaf_uses = count_hooked_leaf_uses(deps);
   std::unordered_map<Node*, Tensor> pending{{root_node, seed}};
   std::vector<std::shared_ptr<Node>> ready{root.grad_fn()};
   while (!ready.empty()) {
@@ -117,6 +135,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 
       if (edge.leaf) {
         accumulate_into_leaf(*edge.leaf, std::move(grad));
+        auto hooked = hooked_leaf_uses.find(edge.leaf.get());
+        if (hooked != hooked_leaf_uses.end() && --hooked->second == 0) {
+          run_post_accumulate_grad_hooks(edge.leaf);
+        }
         continue;
       }
       Node* child = edge.node.get();

@@ -24,3 +24,17 @@ elseif(SCRATCHGRAD_TCMALLOC)
                     "-DSCRATCHGRAD_TCMALLOC=OFF to silence this)")
   endif()
 endif()
+
+# MPI (Open MPI on Debian: libopenmpi-dev openmpi-bin): the transport of scratchgrad::distributed,
+# which is built when MPI is found. Only the C API is used (MPI_CXX_SKIP_MPICXX: no C++ bindings).
+set(MPI_CXX_SKIP_MPICXX ON)
+find_package(MPI COMPONENTS CXX)
+option(SCRATCHGRAD_DISTRIBUTED "Build scratchgrad::distributed (needs MPI)" ${MPI_CXX_FOUND})
+if(SCRATCHGRAD_DISTRIBUTED AND NOT MPI_CXX_FOUND)
+  message(FATAL_ERROR "SCRATCHGRAD_DISTRIBUTED=ON but MPI was not found; on Debian: apt-get "
+                      "install libopenmpi-dev openmpi-bin")
+endif()
+if(NOT SCRATCHGRAD_DISTRIBUTED)
+  message(STATUS "scratchgrad: no MPI, so no scratchgrad::distributed (apt-get install "
+                 "libopenmpi-dev openmpi-bin)")
+endif()

@@ -2,8 +2,8 @@
 #   find_package(scratchgrad REQUIRED)
 #   target_link_libraries(app PRIVATE scratchgrad::nn)
 # Layout under <dir>:
-#   include/scratchgrad/{autograd,nn}/...     headers, included as "autograd/tensor.h"
-#   lib/libscratchgrad_{autograd,nn}.a
+#   include/scratchgrad/{autograd,nn,distributed}/...     headers, included as "autograd/tensor.h"
+#   lib/libscratchgrad_{autograd,nn,distributed}.a (distributed: where MPI was found)
 #   lib/cmake/scratchgrad/                    scratchgradConfig.cmake, its version file, the exported
 #                                             targets, and ScratchgradOpenBLAS.cmake
 include(GNUInstallDirs)
@@ -13,14 +13,20 @@ include(CMakePackageConfigHelpers)
 set(SCRATCHGRAD_INSTALL_INCLUDEDIR include/scratchgrad)
 set(SCRATCHGRAD_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/scratchgrad)
 
-install(TARGETS scratchgrad_autograd scratchgrad_nn
+set(SCRATCHGRAD_INSTALLED_TARGETS scratchgrad_autograd scratchgrad_nn)
+set(SCRATCHGRAD_INSTALLED_FOLDERS autograd nn)
+if(SCRATCHGRAD_DISTRIBUTED)
+  list(APPEND SCRATCHGRAD_INSTALLED_TARGETS scratchgrad_distributed)
+  list(APPEND SCRATCHGRAD_INSTALLED_FOLDERS distributed)
+endif()
+install(TARGETS ${SCRATCHGRAD_INSTALLED_TARGETS}
   EXPORT scratchgradTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Every header, with its folder: headers include each other by their path from the repository root.
-foreach(folder autograd nn)
+foreach(folder ${SCRATCHGRAD_INSTALLED_FOLDERS})
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}
     DESTINATION ${SCRATCHGRAD_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.h" PATTERN "*.cuh")

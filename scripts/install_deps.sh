@@ -16,6 +16,7 @@ packages=(
   libbenchmark-dev   # bench/
   libcli11-dev       # command lines of the examples
   nlohmann-json3-dev # golden test files, metrics
+  libopenmpi-dev openmpi-bin # scratchgrad::distributed and its tests (mpirun -np 2)
   clang-format       # the style check in .ci/run
 )
 for arg in "$@"; do

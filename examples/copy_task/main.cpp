@@ -5,6 +5,7 @@
 //   copy_task train --preset annotated --steps 400 --out runs/big
 //   copy_task eval --checkpoint runs/copy/model.safetensors
 //   copy_task decode --checkpoint runs/copy/model.safetensors "1 5 3 9 2 7 4 4 8 6"
+//   mpirun -np 2 copy_task train --distributed  # data-parallel over 2 processes (README)
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,7 @@
 
 #include "attention_plots.h"
 #include "decoding.h"
+#include "distributed_training.h"
 #include "plots.h"
 #include "trainer.h"
 
@@ -87,18 +89,29 @@ void write_metrics(const std::string& path, const nlohmann::json& j) {
 }
 
 int run_train(const Config& config, const TrainOptions& options) {
+  // With --distributed every rank trains, and rank 0 alone prints, evaluates and writes.
+  if (options.distributed) join_distributed_job();
+  const bool rank0 = !options.distributed || distributed_rank() == 0;
   // Which kernels run: the device, and on the CPU the reference or the fast backend.
   const std::string backend =
       options.device == "cpu"
           ? fmt::format("cpu, {} kernels", sg::cpu_kernels_name(sg::cpu_kernels()))
           : options.device;
-  fmt::print(
-      "training {} on '{}' ({}): {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, {} "
-      "steps\n",
-      config.preset, task_name(config.task), backend, config.layers, config.d_model, config.heads,
-      config.d_ff, config.length, config.batch, config.steps);
+  if (rank0)
+    fmt::print(
+        "training {} on '{}' ({}): {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, "
+        "{} steps\n",
+        config.preset, task_name(config.task), backend, config.layers, config.d_model, config.heads,
+        config.d_ff, config.length, config.batch, config.steps);
   std::fflush(stdout);  // before the progress output on stderr
   TrainSummary s = train(config, options);
+  if (!rank0) return 0;
+  if (s.world_size > 1) {
+    fmt::print(
+        "\n{} ranks, each {} sequences of every batch of {}; {:.2f} MB of gradients "
+        "all-reduced per step\n",
+        s.world_size, config.batch / s.world_size, config.batch, s.gradient_bytes / 1e6);
+  }
   LoadedModel saved = load_checkpoint(options.out_dir + "/model.safetensors");
   fmt::print("\ntrained {} steps in {:.1f} s ({:.1f} ms/step median), final loss {:.4f}\n", s.steps,
              s.train_seconds, s.median_ms_per_step, s.final_loss);
@@ -217,7 +230,8 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--quiet", options.quiet, "no progress output");
   train_cmd->add_option("--metrics-json", options.metrics_json, "write the final metrics here");
   train_cmd->add_option("--log-jsonl", options.log_jsonl, "append one JSON line per evaluation");
-  train_cmd->add_option("--device", options.device, "cpu | cuda");
+  train_cmd->add_option("--device", options.device,
+                        "cpu | cuda | cuda:N (with --distributed, cuda = one GPU per rank)");
   train_cmd->add_option("--sync-every", options.sync_every,
                         "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
                         "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
@@ -229,6 +243,11 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"reference", "fast"}));
   };
   add_kernels_option(train_cmd);
+  train_cmd->add_flag("--distributed", options.distributed,
+                      "data-parallel over the processes of `mpirun -np N` (--batch is the global "
+                      "batch; rank 0 prints and writes)");
+  train_cmd->add_option("--bucket-mb", options.bucket_mb,
+                        "with --distributed: MiB of gradients per all-reduce bucket (default 25)");
 
   CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
   std::string checkpoint;
@@ -274,6 +293,11 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return run_eval(checkpoint, samples, eval_seed, eval_metrics);
     if (*decode_cmd) return run_decode(checkpoint, sequences, no_cache, beam);
   } catch (const std::exception& e) {
+    if (*train_cmd && options.distributed && distributed_world_size() > 1) {
+      // The other ranks would wait for this one in their next collective: end the whole job.
+      fmt::print(stderr, "copy_task: error on rank {}: {}\n", distributed_rank(), e.what());
+      abort_distributed_job(1);
+    }
     fmt::print(stderr, "copy_task: error: {}\n", e.what());
     return 1;
   }

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decoding.h"
+#include "distributed_training.h"
 #include "plots.h"
 #include "progress.h"
 
@@ -342,6 +343,8 @@ nlohmann::json metrics_json(const Config& config, const TrainSummary& s) {
           {"eval_samples", s.final_eval.samples},
           {"train_seconds", s.train_seconds},
           {"median_ms_per_step", s.median_ms_per_step},
+          {"world_size", s.world_size},
+          {"gradient_bytes_per_step", s.gradient_bytes},
           {"saved_model", "best held-out evaluation"},
           {"best_step", s.best_step},
           {"first_perfect_step",
@@ -385,6 +388,7 @@ void TrainOptions::validate() const {
   SG_CHECK(!sync_every || *sync_every >= 1, "--sync-every must be at least 1, got {}",
            sync_every.value_or(0));
   SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
+  SG_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got {}", bucket_mb);
 }
 
 LoadedModel load_checkpoint(const std::string& path) {
@@ -399,7 +403,10 @@ LoadedModel load_checkpoint(const std::string& path) {
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();
-  const sg::Device device = parse_device(options.device);
+  // --distributed --device cuda: one GPU per rank, the rank's index on its machine.
+  const sg::Device device = options.distributed && options.device == "cuda"
+                                ? parse_device(fmt::format("cuda:{}", distributed_local_rank()))
+                                : parse_device(options.device);
   // Steps between reads of the loss and accuracy: 1 on the CPU (reading costs nothing there), 25
   // on a GPU (the host queues 25 steps ahead without waiting).
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);
@@ -425,8 +432,13 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     sg::default_generator().set_state(state.global_rng);
   }
   model->train();
+  // With --distributed: rank 0's parameters go to every rank, gradients are averaged in backward,
+  // and each rank takes its rows of every global batch. Alone: one rank, the whole batch.
+  DataParallelRun ranks(model, config, options);
+  const bool writer = ranks.rank() == 0;  // the one rank that prints and writes files
+  const bool quiet = options.quiet || !writer;
 
-  Progress progress(state.step, config.steps, !options.quiet && Progress::stderr_is_terminal(),
+  Progress progress(state.step, config.steps, !quiet && Progress::stderr_is_terminal(),
                     config.eval_every);
   std::vector<double> step_ms;
   double final_loss = state.history.losses.empty() ? 0 : state.history.losses.back();
@@ -434,6 +446,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     state.data_rng = data.state();
     state.eval_rng = held_out.state();
     state.global_rng = sg::default_generator().state();
+    if (!writer) return;
     sg::nn::NamedTensors unit = model->state_dict();
     for (const auto& [name, t] : optimizer.state()) unit.emplace_back(kOptimizerPrefix + name, t);
     sg::nn::save_safetensors(files.last, unit, metadata_for(config, state));
@@ -459,7 +472,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     if (pending.empty()) return;
     std::vector<Tensor> stats;
     for (const PendingStep& p : pending) stats.push_back(p.stats);
-    std::vector<double> values = sg::stack(stats).to_vector<double>();  // the one read back
+    // The one read back; with --distributed, the mean over ranks (each rank's shard is the same
+    // size, so the mean of their losses and counts is that of the global batch).
+    std::vector<double> values = ranks.mean_over_ranks(sg::stack(stats)).to_vector<double>();
     const double window_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - window_start)
             .count();
@@ -474,8 +489,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
       step_ms.push_back(window_ms / static_cast<double>(pending.size()));
       state.history.steps.push_back(static_cast<double>(pending[i].step));
       state.history.losses.push_back(final_loss);
-      if (!options.quiet)
-        progress.update({pending[i].step, final_loss, token_accuracy, pending[i].lr});
+      if (!quiet) progress.update({pending[i].step, final_loss, token_accuracy, pending[i].lr});
     }
     pending.clear();
   };
@@ -487,8 +501,10 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     optimizer.set_lr(noam_lr(config, state.step));
     // First: set_to_none, so last step's gradients are freed before this forward (lower peak).
     optimizer.zero_grad();
-    StepResult r = forward_batch(*model, on_device(data.next(config.batch), device), config);
+    StepResult r =
+        forward_batch(*model, on_device(ranks.my_rows(data.next(config.batch)), device), config);
     r.loss.backward();
+    ranks.finish_gradient_sync();
     optimizer.step();
     {
       sg::NoGradGuard no_grad;
@@ -503,7 +519,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     // history), a checkpoint, the end of training.
     if (static_cast<int64_t>(pending.size()) >= sync_every || eval_now || checkpoint_now) sync();
 
-    if (eval_now) {
+    if (eval_now && writer) {
       EvalResult e = evaluate(*model, held_out, config.eval_samples);
       state.history.eval_steps.push_back(static_cast<double>(state.step));
       state.history.exact.push_back(e.exact_match);
@@ -514,7 +530,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
         state.best_exact = e.exact_match;
         state.best_step = state.step;
       }
-      if (!options.quiet) {
+      if (!quiet) {
         progress.message(fmt::format(
             "step {:>5}  held-out exact match {:6.2f}%  token accuracy {:6.2f}%{}", state.step,
             100 * e.exact_match, 100 * e.token_accuracy, best ? "  (best so far: saved)" : ""));
@@ -538,9 +554,16 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   double train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   save_last();
+  TrainSummary summary;
+  summary.world_size = ranks.world_size();
+  summary.gradient_bytes = ranks.gradient_bytes();
+  if (!writer) {  // the other ranks are done: rank 0 evaluates and reports
+    summary.steps = state.step;
+    summary.final_loss = final_loss;
+    return summary;
+  }
   write_plots(state.history, options.out_dir);
 
-  TrainSummary summary;
   summary.steps = state.step;
   summary.final_loss = final_loss;
   summary.train_seconds = train_seconds;

@@ -42,14 +42,22 @@ struct TrainOptions {
   // 1 on the CPU, 25 on CUDA. Every evaluation, checkpoint and the end of training read first, so
   // history, progress, metrics and checkpoints hold the same values whatever it is.
   std::optional<int64_t> sync_every;
+  // Data-parallel training over the ranks mpirun started (docs/15-distributed.md): each rank
+  // computes config.batch / world_size rows of every batch, gradients are averaged in buckets of
+  // bucket_mb MiB during backward; only rank 0 evaluates, prints and writes files.
+  bool distributed = false;
+  double bucket_mb = 25;
 
-  void validate() const;  // a clear error for --sync-every < 1, or --resume with --overwrite
+  // Clear errors for --sync-every < 1, --resume with --overwrite, --bucket-mb <= 0.
+  void validate() const;
 };
 
 struct TrainSummary {
   int64_t steps = 0;
   double final_loss = 0;
   double train_seconds = 0, median_ms_per_step = 0;
+  int world_size = 1;          // ranks that trained (1 without --distributed)
+  int64_t gradient_bytes = 0;  // all-reduced per step by each rank (0 without --distributed)
   std::optional<int64_t> first_perfect_step;  // first evaluation with 100% exact match
   int64_t best_step = 0;
   EvalResult best_eval, final_eval;  // final_eval: the saved model on final_samples sequences

@@ -1,0 +1,71 @@
+#include "distributed/nccl_communicator.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "autograd/error.h"
+#include "autograd/storage.h"
+#include "distributed/collective_check.h"
+#include "distributed/mpi_wait.h"
+
+namespace sg::distributed {
+
+struct NcclCommunicator::State {
+  ncclComm_t comm = nullptr;
+};
+
+namespace {
+
+ncclDataType_t nccl_type_of(DType dtype) { return dtype == kFloat64 ? ncclFloat64 : ncclFloat32; }
+
+#define SG_NCCL_CHECK(call, what)                                              \
+  do {                                                                         \
+    const ncclResult_t sg_nccl_result_ = (call);                               \
+    SG_CHECK(sg_nccl_result_ == ncclSuccess, "{}: NCCL failed: {} ({})", what, \
+             ncclGetErrorString(sg_nccl_result_), ncclGetLastError(nullptr));  \
+  } while (false)
+
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(MPI_Comm comm, int device, std::chrono::milliseconds timeout)
+    : state_(new State), device_(device) {
+  int size = 1;
+  MPI_Comm_rank(comm, &rank_);
+  MPI_Comm_size(comm, &size);
+  const std::string what = fmt::format("NCCL setup on rank {} (cuda:{})", rank_, device);
+  ncclUniqueId id{};
+  if (rank_ == 0) SG_NCCL_CHECK(ncclGetUniqueId(&id), what);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibcast(&id, sizeof(id), MPI_BYTE, 0, comm, &request);
+  wait_for(request, what, timeout);
+  const cudaError_t set = cudaSetDevice(device);
+  SG_CHECK(set == cudaSuccess, "{}: cudaSetDevice: {}", what, cudaGetErrorString(set));
+  SG_NCCL_CHECK(ncclCommInitRank(&state_->comm, size, id, rank_), what);
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (state_->comm != nullptr) ncclCommDestroy(state_->comm);
+  delete state_;
+}
+
+void NcclCommunicator::all_reduce(const Tensor& tensor, ReduceOp op) {
+  const std::string what = fmt::format("all_reduce on rank {} with {}", rank_, describe(tensor));
+  // ncclAvg divides on the GPU inside the same kernel (NCCL >= 2.10).
+  SG_NCCL_CHECK(ncclAllReduce(tensor.raw_data(), tensor.raw_data(),
+                              static_cast<size_t>(tensor.numel()), nccl_type_of(tensor.dtype()),
+                              op == ReduceOp::Average ? ncclAvg : ncclSum, state_->comm,
+                              /*default stream*/ nullptr),
+                what);
+  tensor.impl()->storage->bump_version();
+}
+
+void NcclCommunicator::broadcast(const Tensor& tensor, int root) {
+  const std::string what = fmt::format("broadcast on rank {} with {}", rank_, describe(tensor));
+  SG_NCCL_CHECK(
+      ncclBroadcast(tensor.raw_data(), tensor.raw_data(), static_cast<size_t>(tensor.numel()),
+                    nccl_type_of(tensor.dtype()), root, state_->comm, /*default stream*/ nullptr),
+      what);
+  tensor.impl()->storage->bump_version();
+}
+
+}  // namespace sg::distributed
