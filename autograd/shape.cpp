@@ -1,6 +1,7 @@
 #include "autograd/shape.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "autograd/error.h"
 
@@ -24,7 +25,11 @@ Strides contiguous_strides(const Shape& shape) {
   int64_t step = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = step;
-    step *= std::max<int64_t>(shape[i], 1);
+    // Saturates only for a shape with a zero size (numel_of refuses any other that overflows):
+    // such a tensor has no element to address.
+    if (__builtin_mul_overflow(step, std::max<int64_t>(shape[i], 1), &step)) {
+      step = std::numeric_limits<int64_t>::max();
+    }
   }
   return strides;
 }

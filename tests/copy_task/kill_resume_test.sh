@@ -31,7 +31,7 @@ run_ms=$(( $(now_ms) - start ))
 echo "uninterrupted run: ${run_ms} ms"
 
 compared=(model.safetensors last.safetensors loss.svg accuracy.svg)
-kills=0 episodes=0 failures=0 deadline=$(( $(date +%s) + 150 ))
+kills=0 episodes=0 failures=0 deadline=$(( $(date +%s) + 200 ))
 while (( kills < want_kills )); do
   if (( $(date +%s) > deadline )); then
     echo "FAIL: only $kills kills in the time allowed"; exit 1
