@@ -4,7 +4,8 @@
 #   bash scripts/copy_task.sh                      # defaults: runs/copy, tiny, 1000 steps
 #   bash scripts/copy_task.sh --task reverse --steps 1500 --out runs/reverse
 # Arguments go to `copy_task train` (see `build/examples/copy_task/copy_task train --help`).
-# An existing run in the output directory is refused: add --resume to continue it, or --overwrite.
+# The default directory, runs/copy, is the demo's: a second run replaces it. An existing run in a
+# directory given with --out is refused: add --resume to continue it, or --overwrite.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/env.sh
@@ -27,7 +28,13 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   [[ ${args[i]} == --out ]] && out=${args[i + 1]:-$out}
   [[ ${args[i]} == --out=* ]] && out=${args[i]#--out=}
 done
-[[ " $* " == *" --out"* ]] || args+=(--out "$out")
+if [[ " $* " != *" --out"* ]]; then
+  args+=(--out "$out")
+  if [[ " $* " != *" --resume "* && " $* " != *" --overwrite "* ]] && compgen -G "$out/*.safetensors" >/dev/null; then
+    echo "copy_task.sh: replacing the demo run in $out (give --out DIR to keep runs apart)"
+    args+=(--overwrite)
+  fi
+fi
 
 echo
 "$bin" train "${args[@]}" --metrics-json "$out/metrics.json"
