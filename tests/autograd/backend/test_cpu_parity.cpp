@@ -111,6 +111,39 @@ std::vector<Tensor> run_under(CpuKernels kernels, const Fn& fn, const std::vecto
 
 const std::vector<int64_t> kAroundLimits = {1, 15, 16, 17, 63, 64, 65};
 
+TEST(BackendCpuSwitch, NamesParseAndTheGuardRestores) {
+  EXPECT_EQ(parse_cpu_kernels("reference"), CpuKernels::Reference);
+  EXPECT_EQ(parse_cpu_kernels("fast"), CpuKernels::Fast);
+  EXPECT_EQ(cpu_kernels_name(CpuKernels::Reference), "reference");
+  EXPECT_SG_ERROR(parse_cpu_kernels("quick"), "expected 'reference' or 'fast', got 'quick'");
+  const CpuKernels before = cpu_kernels();
+  {
+    CpuKernelsGuard guard(CpuKernels::Reference);
+    EXPECT_EQ(cpu_kernels(), CpuKernels::Reference);
+    EXPECT_EQ(&backend_for(kCPU), &cpu_backend(CpuKernels::Reference));
+    CpuKernelsGuard inner(CpuKernels::Fast);
+    EXPECT_EQ(&backend_for(kCPU), &cpu_backend(CpuKernels::Fast));
+  }
+  EXPECT_EQ(cpu_kernels(), before);
+}
+
+TEST(BackendCpuSwitch, TensorsOutliveASwitchAndAreFreedByTheirOwnBackend) {
+  // Large blocks come from the fast allocator's segments, which free() must never see; small and
+  // large, each way round.
+  for (CpuKernels first : {CpuKernels::Fast, CpuKernels::Reference}) {
+    std::vector<Tensor> kept;
+    {
+      CpuKernelsGuard guard(first);
+      kept = {random({7}, 1), random({1 << 19}, 2)};
+    }
+    const CpuKernels second = first == CpuKernels::Fast ? CpuKernels::Reference : CpuKernels::Fast;
+    CpuKernelsGuard guard(second);
+    const Tensor sum = kept[0].sum() + kept[1].sum();  // computed by the other backend
+    EXPECT_TRUE(std::isfinite(sum.item<float>()));
+    kept.clear();  // freed while the other backend is chosen
+  }
+}
+
 TEST(BackendCpuParity, ElementwiseOnContiguousStridedBroadcastAndPooledTensors) {
   for (DType dtype : {kFloat32, kFloat64}) {
     for (const Shape& shape : {Shape{7, 5}, Shape{300, 129}}) {  // one block; the thread pool
