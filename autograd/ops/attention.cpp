@@ -8,6 +8,8 @@
 // The output is laid out [B, T, H, Dv] and returned as its [B, H, T, Dv] view, so merging the
 // heads afterwards (transpose(1, 2), reshape to [B, T, H·Dv]) is a view instead of a copy; dq,
 // dk, dv likewise, the layout of the projections they flow back into.
+// A backward that records a graph (create_graph) differentiates the composed forward instead
+// (detail::composed_backward): the saved weights are values, not functions of q and k.
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -19,6 +21,12 @@ std::pair<Tensor, Tensor> scores_backward(const Tensor& p, const Tensor& dp, con
                                           const Tensor& k, double scale) {
   const Tensor ds = p * (dp - (p * dp).sum({-1}, /*keepdim=*/true)) * scale;
   return {matmul(ds, k), matmul(ds.transpose(-2, -1), q)};
+}
+
+// The weights and the output as ops (what composed_backward differentiates).
+Tensor composed_weights(const Tensor& q, const Tensor& k, const Tensor& mask, double scale) {
+  const Tensor scores = matmul(q, k.transpose(-2, -1)) * scale;
+  return mask.defined() ? masked_softmax(scores, mask, -1) : softmax(scores, -1);
 }
 
 }  // namespace
@@ -52,9 +60,17 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
   const Tensor p = weights.detach();  // the weights' values, without the node recorded below
   out = record(
       "fused_attention", out, {q, k, v},
-      [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p), scale, B,
-       H, T, S, Dh, Dv](const Tensor& g) {
+      [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
+       sm = SavedTensor(m), scale, B, H, T, S, Dh, Dv](const Tensor& g) {
         const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
+        if (is_grad_enabled()) {  // create_graph
+          const Tensor mask_ = sm.get();
+          return detail::composed_backward(
+              [mask_, scale](const std::vector<Tensor>& in) {
+                return matmul(composed_weights(in[0], in[1], mask_, scale), in[2]);
+              },
+              {q_, k_, v_}, g);
+        }
         Tensor dq = empty({B, T, H, Dh}, g.options()).transpose(1, 2);
         Tensor dk = empty({B, S, H, Dh}, g.options()).transpose(1, 2);
         Tensor dv = empty({B, S, H, Dv}, g.options()).transpose(1, 2);
@@ -64,12 +80,20 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
         }
         return Grads{dq, dk, dv};
       });
-  weights = record(
-      "fused_attention_weights", weights, {q, k},
-      [sq = SavedTensor(q), sk = SavedTensor(k), sp = SavedTensor(p), scale](const Tensor& g) {
-        auto [dq, dk] = scores_backward(sp.get(), g, sq.get(), sk.get(), scale);
-        return Grads{dq, dk};
-      });
+  weights = record("fused_attention_weights", weights, {q, k},
+                   [sq = SavedTensor(q), sk = SavedTensor(k), sp = SavedTensor(p),
+                    sm = SavedTensor(m), scale](const Tensor& g) {
+                     if (is_grad_enabled()) {  // create_graph
+                       const Tensor mask_ = sm.get();
+                       return detail::composed_backward(
+                           [mask_, scale](const std::vector<Tensor>& in) {
+                             return composed_weights(in[0], in[1], mask_, scale);
+                           },
+                           {sq.get(), sk.get()}, g);
+                     }
+                     auto [dq, dk] = scores_backward(sp.get(), g, sq.get(), sk.get(), scale);
+                     return Grads{dq, dk};
+                   });
   return {out, weights};
 }
 

@@ -74,7 +74,10 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                   Tensor dx = need_dx ? empty({n_rows, in}, g.options()) : Tensor();
                   Tensor dw = need_dw ? empty({out_features, in}, g.options()) : Tensor();
                   Tensor db = need_db ? empty({out_features}, g.options()) : Tensor();
-                  if (!backend_for(g.device()).linear_backward(g_rows, x_, w_, dx, dw, db)) {
+                  // With create_graph (grad mode on) the composition below is the backward, as
+                  // recorded ops on the saved x and W, so the gradient differentiates again.
+                  if (is_grad_enabled() ||
+                      !backend_for(g.device()).linear_backward(g_rows, x_, w_, dx, dw, db)) {
                     dx = dw = db = Tensor();  // not held while the composition makes its own
                     if (need_dx) dx = matmul(g_rows, w_);      // [rows, in]
                     if (need_dw) dw = matmul(g_rows.t(), x_);  // [out, in]

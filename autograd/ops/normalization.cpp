@@ -6,7 +6,9 @@
 //   dx      = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂))
 //   dweight = Σ_rows g · x̂,   dbias = Σ_rows g
 // (the two mean terms are what flows back through the mean and the variance). A backend with the
-// fused kernels does each direction in two passes; others run the formulas below with ops.
+// fused kernels does each direction in two passes; others run the formulas below with ops. A
+// backward that records a graph (create_graph) differentiates the composed forward instead
+// (detail::composed_backward): the saved mean and rstd are values, not functions of x.
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -16,6 +18,17 @@ namespace {
 // x [rows, D] with mean, rstd [rows, 1] -> x̂, composed (for backends without the fused kernels).
 Tensor normalized(const Tensor& x, const Tensor& mean, const Tensor& rstd) {
   return (x - mean) * rstd;
+}
+
+// The forward as ops, over x viewed [rows, D] (the version composed_backward differentiates).
+Tensor composed_layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t rows,
+                           int64_t D, double eps) {
+  const Tensor x2 = x.reshape({rows, D});
+  const Tensor centered = x2 - x2.mean({1}, /*keepdim=*/true);
+  Tensor y = centered * ((centered * centered).mean({1}, /*keepdim=*/true) + eps).rsqrt();
+  if (weight.defined()) y = y * weight.reshape({D});
+  if (bias.defined()) y = y + bias.reshape({D});
+  return y.view(x.shape());
 }
 
 }  // namespace
@@ -62,8 +75,18 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Te
   return record(
       "layer_norm", out, {x, weight, bias},
       [sx = SavedTensor(x2), sw = SavedTensor(w), smean = SavedTensor(mean),
-       srstd = SavedTensor(rstd), need_x, need_w, need_b, x_shape = x.shape(),
-       w_shape = normalized_shape](const Tensor& g) {
+       srstd = SavedTensor(rstd), sx_in = SavedTensor(x), sw_in = SavedTensor(weight),
+       sb_in = SavedTensor(bias), need_x, need_w, need_b, x_shape = x.shape(),
+       w_shape = normalized_shape, eps](const Tensor& g) {
+        if (is_grad_enabled()) {  // create_graph
+          const int64_t D_ = numel_of(w_shape);
+          const int64_t rows_ = D_ == 0 ? 0 : numel_of(x_shape) / D_;
+          return detail::composed_backward(
+              [rows_, D_, eps](const std::vector<Tensor>& in) {
+                return composed_layer_norm(in[0], in[1], in[2], rows_, D_, eps);
+              },
+              {sx_in.get(), sw_in.get(), sb_in.get()}, g);
+        }
         const Tensor &x_ = sx.get(), &w_ = sw.get(), &mean_ = smean.get(), &rstd_ = srstd.get();
         const int64_t rows_ = x_.size(0), D_ = x_.size(1);
         Tensor g2 = g.reshape({rows_, D_}).contiguous();
