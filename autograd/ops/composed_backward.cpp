@@ -7,13 +7,17 @@ namespace sg::detail {
 
 std::vector<Tensor> composed_backward(const ComposedFn& composed, const std::vector<Tensor>& inputs,
                                       const Tensor& g) {
-  std::vector<Tensor> wrt;
-  for (const Tensor& x : inputs) {
-    if (x.defined() && x.requires_grad()) wrt.push_back(x);
+  // Each input is differentiated through an alias of its own (a recorded view), so that one
+  // tensor passed twice (self-attention's q = k = v) gets each position's share, not the total.
+  std::vector<Tensor> aliases = inputs, wrt;
+  for (Tensor& x : aliases) {
+    if (!x.defined() || !x.requires_grad()) continue;
+    x = x.view(x.shape());
+    wrt.push_back(x);
   }
   std::vector<Tensor> grads(inputs.size());
   if (wrt.empty()) return grads;
-  Tensor out = composed(inputs);
+  Tensor out = composed(aliases);
   std::vector<Tensor> got = autograd::grad({out}, wrt, {g.to(out.dtype())}, /*retain_graph=*/true,
                                            /*create_graph=*/true, /*allow_unused=*/true);
   for (size_t i = 0, k = 0; i < inputs.size(); ++i) {
