@@ -11,6 +11,10 @@
 // Hessian-vector products, gradient penalties and MAML's inner steps are one more backward away.
 // Note [Saved tensors and double backward] in autograd/node.h says how saved tensors make that
 // work.
+//
+// Tensor::backward(gradient, retain_graph, create_graph=true) does the same into .grad(); that
+// gradient's graph leads back to the leaf, which holds it: a reference cycle (as in PyTorch) until
+// .grad() is reset (zero_grad, set_grad(Tensor())). grad() keeps nothing, so it has none.
 #pragma once
 
 #include <optional>

@@ -113,6 +113,31 @@ TEST(DoubleBackwardTest, RetainGraphDefaultsToCreateGraph) {
   EXPECT_TRUE(tensors_near(h[0], x * 6.0));
 }
 
+TEST(DoubleBackwardTest, GraphOfTheGradientIsFreedWithItsLastTensor) {
+  Tensor x = random_leaf({3}, 36);
+  std::weak_ptr<Node> forward_node, grad_node;
+  {
+    Tensor y = x.exp();
+    forward_node = y.grad_fn();
+    Tensor g = autograd::grad({y.sum()}, {x}, {}, std::nullopt, true)[0];
+    grad_node = g.grad_fn();
+    EXPECT_FALSE(grad_node.expired());
+  }
+  EXPECT_TRUE(grad_node.expired());  // no cycle through the reattached output
+  EXPECT_TRUE(forward_node.expired());
+  {
+    Tensor y = x.exp();
+    forward_node = y.grad_fn();
+    y.sum().backward(Tensor(), std::nullopt, /*create_graph=*/true);
+    grad_node = x.grad().grad_fn();
+  }
+  // x.grad()'s graph leads back to x itself (as in PyTorch): it lives until .grad() is reset.
+  EXPECT_FALSE(grad_node.expired());
+  x.set_grad(Tensor());
+  EXPECT_TRUE(grad_node.expired());
+  EXPECT_TRUE(forward_node.expired());
+}
+
 // ---- gradgradcheck on every op family ----
 
 TEST(DoubleBackwardTest, Elementwise) {
