@@ -8,6 +8,7 @@
 #include "autograd/error.h"
 #include "autograd/factory.h"
 #include "autograd/generator.h"
+#include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graphviz.h"

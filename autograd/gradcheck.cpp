@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/factory.h"
+#include "autograd/grad.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 
@@ -81,6 +82,51 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
   if (reported > options.max_reported) {
     result.report +=
         fmt::format("... and {} more mismatching elements\n", reported - options.max_reported);
+  }
+  return result;
+}
+
+GradcheckResult gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options) {
+  std::vector<size_t> differentiable;  // positions of the inputs that require grad
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined() && inputs[i].requires_grad()) differentiable.push_back(i);
+  }
+  SG_CHECK(!differentiable.empty(), "gradgradcheck: no input requires grad");
+  Tensor probe;
+  {
+    NoGradGuard no_grad;
+    probe = fn(inputs);
+  }
+  SG_CHECK(probe.dtype() == kFloat64, "gradgradcheck: fn must return float64, got {}",
+           probe.dtype());
+  // The seed of the first backward, an input of the function checked below (fixed, random).
+  Generator gen(4321);
+  Tensor v = randn(probe.shape(), gen, TensorOptions(kFloat64).requires_grad(true));
+
+  // first_grads(inputs..., v) = the gradients of Σ fn(inputs) ⊙ v, flattened and concatenated.
+  // Grad mode is forced on inside: gradcheck evaluates it under NoGradGuard for the numeric side.
+  GradcheckFn first_grads = [&](const std::vector<Tensor>& in) {
+    GradModeGuard grad_mode(true);
+    std::vector<Tensor> fn_inputs(in.begin(), in.end() - 1);
+    std::vector<Tensor> wrt;
+    for (size_t i : differentiable) wrt.push_back(fn_inputs[i]);
+    std::vector<Tensor> grads = autograd::grad({fn(fn_inputs)}, wrt, {in.back()}, std::nullopt,
+                                               /*create_graph=*/true, /*allow_unused=*/true);
+    std::vector<Tensor> flat;
+    for (size_t k = 0; k < grads.size(); ++k) {
+      flat.push_back(grads[k].defined() ? grads[k].reshape({-1})
+                                        : zeros({wrt[k].numel()}, kFloat64));
+    }
+    return cat(flat, 0);
+  };
+  std::vector<Tensor> extended = inputs;
+  extended.push_back(v);
+  GradcheckResult result = gradcheck(first_grads, extended, options);
+  if (!result.ok) {
+    result.report = fmt::format(
+        "gradgradcheck: second derivatives (input {} is the first backward's grad_output):\n{}",
+        inputs.size(), result.report);
   }
   return result;
 }

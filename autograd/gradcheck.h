@@ -8,6 +8,11 @@
 // For a non-scalar output f(x), it checks the gradient of L = Σ f(x) ⊙ v for a fixed random v of
 // f's shape (one backward pass, 2 forward passes per input element). To test an op on
 // non-contiguous inputs, make the view inside fn: [](auto& in) { return sg::exp(in[0].t()); }.
+//
+// gradgradcheck checks second derivatives the same way: it takes the gradient of fn with
+// create_graph (autograd/grad.h), seeded with a random v that is itself an input, and gradchecks
+// that gradient as a function of the inputs and of v. So it tests that every backward formula of
+// fn is recorded as differentiable ops, with respect to what it saved AND to the incoming gradient.
 #pragma once
 
 #include <functional>
@@ -36,5 +41,9 @@ using GradcheckFn = std::function<Tensor(const std::vector<Tensor>&)>;
 // Inputs that require grad must be float64 leaves; the others are passed through unchanged.
 GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
                           const GradcheckOptions& options = {});
+
+// Second derivatives of fn: the same inputs as gradcheck (float64 leaves where they require grad).
+GradcheckResult gradgradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs,
+                              const GradcheckOptions& options = {});
 
 }  // namespace sg

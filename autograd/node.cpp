@@ -7,6 +7,8 @@ namespace sg {
 namespace {
 // Nodes waiting to be destroyed by the outermost ~Node (Note [No reference cycles]).
 thread_local std::vector<std::shared_ptr<Node>>* nodes_to_free = nullptr;
+// The node whose backward function is running (Node::apply), for SavedTensor::get().
+thread_local Node* running_node = nullptr;
 }  // namespace
 
 Node::Node(std::string name, std::vector<Edge> edges, BackwardFn backward, Shape out_shape)
@@ -21,10 +23,12 @@ Node::~Node() {
   std::vector<std::shared_ptr<Node>> worklist;
   bool outermost = nodes_to_free == nullptr;
   if (outermost) nodes_to_free = &worklist;
+  // The saved tensors go first: a saved input also holds its grad_fn, one of the edges' nodes,
+  // which must be left to the edge alone to be handed over below.
+  backward_ = nullptr;
   for (Edge& edge : edges_) {
     if (edge.node && edge.node.use_count() == 1) nodes_to_free->push_back(std::move(edge.node));
   }
-  backward_ = nullptr;
   if (outermost) {
     while (!worklist.empty()) {
       std::shared_ptr<Node> next = std::move(worklist.back());
@@ -40,26 +44,41 @@ Grads Node::apply(const Tensor& grad_output) {
            "backward: the graph through '{}' was already freed by an earlier backward(); call "
            "backward(gradient, /*retain_graph=*/true) the first time to backpropagate twice",
            name_);
+  struct Running {  // restored on exit: a backward may run a nested backward (composed_backward)
+    Node* previous = running_node;
+    explicit Running(Node* node) { running_node = node; }
+    ~Running() { running_node = previous; }
+  } running(this);
   return backward_(grad_output);
 }
+
+Node* Node::running() { return running_node; }
 
 void Node::release() {
   backward_ = nullptr;
   released_ = true;
 }
 
-SavedTensor::SavedTensor(const Tensor& t) {
+SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (!t.defined() || !is_grad_enabled()) return;
-  tensor_ = t.detach();
+  // An input that requires grad keeps its identity; the output, and whatever has no history
+  // (which might be the output before record() gives it a grad_fn), is kept detached.
+  tensor_ = !is_output && t.requires_grad() ? t : t.detach();
   version_ = t.version();
+  is_output_ = is_output;
 }
 
-const Tensor& SavedTensor::get() const {
+Tensor SavedTensor::get() const {
   SG_CHECK(!tensor_.defined() || tensor_.version() == version_,
            "a tensor of shape {} saved for backward was modified by an in-place operation "
            "(version {} at save, {} now); clone() it before changing it in place",
            tensor_.shape(), version_, tensor_.version());
-  return tensor_;
+  if (!is_output_ || !is_grad_enabled() || Node::running() == nullptr) return tensor_;
+  // create_graph: the output as the running node made it, so the gradient's graph goes through it.
+  auto impl = std::make_shared<TensorImpl>(*tensor_.impl());
+  impl->grad_fn = Node::running()->shared_from_this();
+  impl->requires_grad = true;
+  return Tensor(std::move(impl));
 }
 
 bool needs_graph(std::initializer_list<Tensor> inputs) {

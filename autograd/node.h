@@ -16,8 +16,27 @@
 // written in place before backward runs, the saved values are no longer those the forward used,
 // and get() throws instead of returning a silently wrong gradient.
 //
-// Note [No reference cycles]: a saved tensor is always a detached alias (same storage, no
-// grad_fn), so a node never owns a node that owns it. Graphs are freed as soon as the last tensor
+// Note [Saved tensors and double backward]: with create_graph (autograd/grad.h) the backward
+// functions run with grad mode ON, so the ops they call record a graph of the gradient, which can
+// be differentiated again. For that, a saved tensor must come back with its autograd identity, as
+// PyTorch's SavedVariable does:
+//   - an INPUT of the op (it requires grad when saved) is kept as the very tensor: its grad_fn or,
+//     for a leaf, the leaf itself, so d(g * b)/db reaches b. It cannot be this node's output, so no
+//     cycle: it points at nodes that the edges point at anyway.
+//   - the node's own OUTPUT (SavedTensor::output(y): exp, tanh, softmax save y) is kept detached:
+//     saved with its grad_fn, the node would own itself and never be freed. While that node runs
+//     its backward with grad mode on, get() reattaches it: an alias of y whose grad_fn is the node
+//     being applied (Node::apply tells it which), as PyTorch's weak grad_fn reference does.
+//   - anything else (indices, statistics a fused kernel computed, a tensor that needs no grad) is
+//     kept detached and is a constant in the graph of the gradient; ops that save such tensors
+//     compute their gradient differently when grad mode is on (see "composed_backward" in
+//     autograd/ops/internal.h).
+// With grad mode off in backward (the default), get() returns the saved tensor as before and the
+// backward records nothing: the default path saves no more than it did (an input that requires
+// grad is no longer copied into a detached alias, so it saves one allocation).
+//
+// Note [No reference cycles]: a node never owns a node that owns it: a saved output is detached,
+// a saved input points only at earlier nodes. Graphs are freed as soon as the last tensor
 // referring to them goes away, and ~Node frees long chains iteratively (no stack overflow).
 #pragma once
 
@@ -45,7 +64,7 @@ struct Edge {
   bool needs_grad() const { return node != nullptr || leaf != nullptr; }
 };
 
-class Node {
+class Node : public std::enable_shared_from_this<Node> {
  public:
   Node(std::string name, std::vector<Edge> edges, BackwardFn backward, Shape out_shape);
   ~Node();
@@ -56,8 +75,12 @@ class Node {
   const std::vector<Edge>& edges() const { return edges_; }
   const Shape& output_shape() const { return output_shape_; }
 
-  // Runs the backward function. Throws if the graph was already freed.
+  // Runs the backward function. Throws if the graph was already freed. While it runs, the
+  // node is the one whose saved outputs get() reattaches (Note [Saved tensors and double
+  // backward]).
   Grads apply(const Tensor& grad_output);
+  // The node whose backward function is running on this thread, or null.
+  static Node* running();
   // Drops the backward function and everything it saved (after backward without retain_graph).
   void release();
   bool released() const { return released_; }
@@ -70,18 +93,25 @@ class Node {
   bool released_ = false;
 };
 
-// A tensor saved for backward, with the version it had (Note [Version counter]). With grad mode
-// off no node can be recorded, so it saves nothing (an op's backward lambda, built either way, is
-// then thrown away: saving would only cost an allocation per op).
+// A tensor saved for backward, with the version it had (Note [Version counter]) and, for an input,
+// its autograd identity (Note [Saved tensors and double backward]). With grad mode off no node can
+// be recorded, so it saves nothing (an op's backward lambda, built either way, is then thrown away:
+// saving would only cost an allocation per op).
 class SavedTensor {
  public:
   SavedTensor() = default;
-  explicit SavedTensor(const Tensor& t);
-  const Tensor& get() const;
+  explicit SavedTensor(const Tensor& t) : SavedTensor(t, /*is_output=*/false) {}
+  // The output of the op that saves it: kept without its grad_fn, reattached on get().
+  static SavedTensor output(const Tensor& y) { return SavedTensor(y, /*is_output=*/true); }
+  // The saved tensor; throws if it was modified in place since. For a saved output read while
+  // its node runs a backward with grad mode on, an alias whose grad_fn is that node.
+  Tensor get() const;
 
  private:
+  SavedTensor(const Tensor& t, bool is_output);
   Tensor tensor_;
   int64_t version_ = 0;
+  bool is_output_ = false;
 };
 
 // True when an op with these inputs must record a node (grad mode on and an input requires grad).

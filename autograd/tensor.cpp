@@ -81,8 +81,9 @@ void Tensor::set_grad(const Tensor& grad) {
 
 const std::shared_ptr<Node>& Tensor::grad_fn() const { return checked(impl_).grad_fn; }
 
-void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
-  run_backward(*this, gradient, retain_graph);
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph,
+                      bool create_graph) const {
+  run_backward({*this}, {gradient}, retain_graph.value_or(create_graph), create_graph);
 }
 
 Tensor Tensor::detach() const {

@@ -124,8 +124,11 @@ class Tensor {
   void set_grad(const Tensor& grad);  // replace (or with an undefined tensor: clear) it
   const std::shared_ptr<Node>& grad_fn() const;
   // Backpropagate from this tensor. A scalar needs no `gradient`; any other tensor does, of the
-  // same shape. The graph is freed afterwards unless retain_graph is true.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // same shape. The graph is freed afterwards unless retain_graph (by default: create_graph).
+  // create_graph records the backward pass itself, so the .grad() it leaves can be differentiated
+  // again (autograd/grad.h).
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
   Tensor detach() const;  // same data, no history, requires_grad false
   // Makes this leaf use src's data (storage, shape, strides, dtype) while staying the same tensor:
   // every handle to it sees the change. Module::to(device) moves parameters this way. Clears grad.

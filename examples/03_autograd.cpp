@@ -5,7 +5,8 @@
 // leaves, in an order where a node runs only after all its consumers have sent their gradient
 // (Kahn's algorithm), and adds each leaf's gradient into leaf.grad().
 //
-// Run: ./build/examples/03_autograd [--out DIR]   (writes DIR/03_autograd_graph.dot)
+// Run: ./build/examples/03_autograd [--out DIR]   (writes DIR/03_autograd_graph.dot and
+//      DIR/03_autograd_grad_graph.dot, the graph of a gradient)
 // Test: ctest --test-dir build -L ch03
 #include <fmt/format.h>
 
@@ -124,6 +125,48 @@ int main(int argc, char** argv) {
   fmt::print("{}wrote {}; draw it with: dot -Tsvg {} -o graph.svg\n", dot, path, path);
   check(dot.find("tanh") != std::string::npos && dot.find("label=\"q") != std::string::npos,
         "the DOT text names the ops and the leaves");
+
+  fmt::print("\n== 8. Gradients of gradients: create_graph\n");
+  // With create_graph the backward pass is recorded like any other computation, so the gradient
+  // is a tensor with a graph of its own and can be differentiated again.
+  sg::Tensor c = sg::tensor({2.0}, leaf_options());
+  sg::Tensor cube = c * c * c;
+  sg::Tensor dcube = sg::autograd::grad({cube}, {c}, {}, std::nullopt, /*create_graph=*/true)[0];
+  sg::Tensor d2cube = sg::autograd::grad({dcube}, {c})[0];
+  fmt::print("y = x^3 at x = 2: dy/dx = {} (3x^2), d2y/dx2 = {} (6x)\n", dcube.item<double>(),
+             d2cube.item<double>());
+  check(dcube.item<double>() == 12.0 && d2cube.item<double>() == 12.0,
+        "the gradient differentiates again");
+
+  // Hessian-vector product (Pearlmutter): Hv = d/dh (grad f(h) . v), two backward passes and
+  // never the n x n Hessian. f(h) = sum(tanh(h) * h) for h of 3 elements.
+  auto f = [](const sg::Tensor& m) { return (m.tanh() * m).sum(); };
+  sg::Tensor h = sg::tensor({0.5, -1.0, 2.0}, leaf_options());
+  sg::Tensor v = sg::tensor({1.0, 2.0, -1.0}, sg::kFloat64);
+  sg::Tensor grad_h = sg::autograd::grad({f(h)}, {h}, {}, std::nullopt, true)[0];
+  sg::Tensor hv = sg::autograd::grad({(grad_h * v).sum()}, {h})[0];
+  // The same from finite differences of the gradient: (grad f(h + e v) - grad f(h - e v)) / 2e.
+  const double e = 1e-6;
+  auto gradient_at = [&](const sg::Tensor& at) {
+    sg::Tensor leaf = at.detach().requires_grad_();
+    return sg::autograd::grad({f(leaf)}, {leaf})[0];
+  };
+  sg::Tensor numeric =
+      (gradient_at(h.detach() + v * e) - gradient_at(h.detach() - v * e)) / (2 * e);
+  fmt::print("Hv          = {}\nnumeric Hv  = {}\n", hv.str(), numeric.str());
+  check(max_diff(hv, numeric) < 1e-6, "the Hessian-vector product matches finite differences");
+
+  // What the graph of a gradient looks like: mul's backward formulas (g * b, g * a) as mul nodes,
+  // adds where two paths meet, reaching x directly and through the forward's x * x (which the
+  // second mul saved). The seed (ones) needs no gradient, so sum's backward leaves no node.
+  sg::Tensor s = sg::tensor({1.0, 2.0}, leaf_options());
+  sg::Tensor ds = sg::autograd::grad({(s * s * s).sum()}, {s}, {}, std::nullopt, true)[0];
+  std::string grad_dot = sg::to_dot(ds, {{"x", s}});
+  std::string grad_path = out_dir + "/03_autograd_grad_graph.dot";
+  std::ofstream(grad_path) << grad_dot;
+  fmt::print("{}wrote {}\n", grad_dot, grad_path);
+  check(grad_dot.find("mul") != std::string::npos && ds.grad_fn() != nullptr,
+        "the gradient has a graph of its own");
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

@@ -36,7 +36,9 @@ FIGURES = ROOT / "docs" / "figures"
 RUNS = [
     ("01_tensors", ["examples/01_tensors"], {}),
     ("02_broadcasting", ["examples/02_broadcasting"], {}),
-    ("03_autograd", ["examples/03_autograd"], {"03_autograd_graph.dot": "03_autograd_graph.svg"}),
+    ("03_autograd", ["examples/03_autograd"], {"03_autograd_graph.dot": "03_autograd_graph.svg",
+                                               "03_autograd_grad_graph.dot":
+                                                   "03_autograd_grad_graph.svg"}),
     ("04_matmul", ["examples/04_matmul"], {}),
     ("05_mlp", ["examples/05_mlp"], {}),
     ("06_classifier", ["examples/06_classifier"], {}),

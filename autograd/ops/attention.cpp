@@ -75,8 +75,15 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
   out =
       record("fused_attention", out, {q, k, v},
              [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
-              scale, B, H, T, S, Dh, Dv](const Tensor& g) {
+              sm = SavedTensor(m), scale, B, H, T, S, Dh, Dv](const Tensor& g) {
                const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
+               if (is_grad_enabled()) {  // create_graph: differentiate the composition
+                 return detail::composed_backward(
+                     [mask_ = sm.get(), scale](const std::vector<Tensor>& in) {
+                       return attention_composed(in[0], in[1], in[2], mask_, scale).first;
+                     },
+                     {q_, k_, v_}, g);
+               }
                Tensor dq = empty({B, T, H, Dh}, g.options()).transpose(1, 2);
                Tensor dk = empty({B, S, H, Dh}, g.options()).transpose(1, 2);
                Tensor dv = empty({B, S, H, Dv}, g.options()).transpose(1, 2);
@@ -87,7 +94,15 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
              });
   weights = record(
       "fused_attention_weights", weights, {q, k},
-      [sq = SavedTensor(q), sk = SavedTensor(k), sp = SavedTensor(p), scale](const Tensor& g) {
+      [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
+       sm = SavedTensor(m), scale](const Tensor& g) {
+        if (is_grad_enabled()) {  // create_graph: differentiate the composition
+          return detail::composed_backward(
+              [mask_ = sm.get(), v_ = sv.get().detach(), scale](const std::vector<Tensor>& in) {
+                return attention_composed(in[0], in[1], v_, mask_, scale).second;
+              },
+              {sq.get(), sk.get()}, g);
+        }
         auto [dq, dk] = scores_backward(sp.get(), g, sq.get(), sk.get(), scale);
         return Grads{dq, dk};
       });

@@ -2,7 +2,9 @@
 //
 // Both operands are viewed at the broadcast shape (stride 0 where they repeat) and converted to
 // the common dtype WITHOUT being recorded; the op records itself as one node on the original
-// inputs, and the engine sums each gradient back to its input's shape (sum_to).
+// inputs, and the engine sums each gradient back to its input's shape (sum_to). Backward formulas
+// use the original inputs (they broadcast against g by themselves), which keep their autograd
+// identity, so that a graph of the gradient (create_graph) reaches them.
 #include <cmath>
 
 #include "autograd/grad_mode.h"
@@ -105,8 +107,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
   // y = a ⊙ b: each input's gradient is g times the other input
   return record("mul", apply(BinaryOp::Mul, o), {a, b},
-                [sa = SavedTensor(need_b ? o.a : Tensor()),
-                 sb = SavedTensor(need_a ? o.b : Tensor()), need_a, need_b](const Tensor& g) {
+                [sa = SavedTensor(need_b ? a : Tensor()), sb = SavedTensor(need_a ? b : Tensor()),
+                 need_a, need_b](const Tensor& g) {
                   return Grads{need_a ? g * sb.get() : Tensor(), need_b ? g * sa.get() : Tensor()};
                 });
 }
@@ -122,12 +124,12 @@ Tensor div(const Tensor& a, const Tensor& b) {
   Tensor y = apply(BinaryOp::Div, o);
   bool need_b = b.requires_grad();
   // y = a / b: dy/da = 1/b, dy/db = -a/b² = -y/b
-  return record(
-      "div", y, {a, b},
-      [sb = SavedTensor(o.b), sy = SavedTensor(need_b ? y : Tensor()), need_b](const Tensor& g) {
-        Tensor ga = g / sb.get();
-        return Grads{ga, need_b ? -ga * sy.get() : Tensor()};
-      });
+  return record("div", y, {a, b},
+                [sb = SavedTensor(b), sy = SavedTensor::output(need_b ? y : Tensor()),
+                 need_b](const Tensor& g) {
+                  Tensor ga = g / sb.get();
+                  return Grads{ga, need_b ? -ga * sy.get() : Tensor()};
+                });
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
@@ -142,7 +144,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
   // y = a^b: dy/da = b a^(b-1), dy/db = y ln a (taken as 0 where a == 0, as in PyTorch)
   return record(
       "pow", y, {a, b},
-      [sa = SavedTensor(o.a), sb = SavedTensor(o.b), sy = SavedTensor(y)](const Tensor& g) {
+      [sa = SavedTensor(a), sb = SavedTensor(b), sy = SavedTensor::output(y)](const Tensor& g) {
         const Tensor &base = sa.get(), &exponent = sb.get();
         Tensor ga = g * exponent * pow(base, exponent - 1.0);
         Tensor gb = g * sy.get() * log(base).masked_fill(base.eq(0.0), 0.0);
@@ -154,7 +156,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
   SG_PROFILE_OP("maximum");
   Operands o = prepare("maximum", a, b, true);
   return record("maximum", apply(BinaryOp::Maximum, o), {a, b},
-                [sa = SavedTensor(o.a), sb = SavedTensor(o.b)](const Tensor& g) {
+                [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
                   return Grads{winner_grad(g, sa.get(), sb.get(), true),
                                winner_grad(g, sb.get(), sa.get(), true)};
                 });
@@ -164,7 +166,7 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
   SG_PROFILE_OP("minimum");
   Operands o = prepare("minimum", a, b, true);
   return record("minimum", apply(BinaryOp::Minimum, o), {a, b},
-                [sa = SavedTensor(o.a), sb = SavedTensor(o.b)](const Tensor& g) {
+                [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& g) {
                   return Grads{winner_grad(g, sa.get(), sb.get(), false),
                                winner_grad(g, sb.get(), sa.get(), false)};
                 });

@@ -54,6 +54,24 @@ int64_t check_targets(const Tensor& target, int64_t C, int64_t ignore_index) {
 // The loss where the backend has a kernel for it (the CPU's, for float32): the row losses and
 // their gradient in one pass each, the divisor of "mean" counted on the host (`kept`).
 // Undefined where there is none.
+// The loss as ops, the version a backward with create_graph differentiates (composed_backward):
+// the fused backwards below start from the saved log-probabilities, values rather than functions
+// of the logits. `kept` is the divisor of "mean", fixed at the forward.
+Tensor composed_cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
+                              double eps, Reduction mode, int64_t kept) {
+  const int64_t C = logits.size(-1), N = target.numel();
+  const Tensor log_probs = log_softmax(logits.reshape({N, C}), 1);
+  const Tensor t = target.reshape({N, 1});
+  const Tensor valid = t.ne(static_cast<double>(ignore_index));
+  const Tensor safe_target = where(valid, t, zeros({}, t.options()));
+  Tensor row_loss = gather(log_probs, 1, safe_target) * -(1.0 - eps);
+  if (eps > 0) row_loss = row_loss - log_probs.sum({1}, /*keepdim=*/true) * (eps / C);
+  row_loss = where(valid, row_loss, zeros({}, row_loss.options()));
+  if (mode == Reduction::None) return row_loss.reshape(target.shape());
+  if (mode == Reduction::Sum) return row_loss.sum();
+  return row_loss.sum() / static_cast<double>(kept);
+}
+
 Tensor cross_entropy_by_kernel(const Tensor& logits, const Tensor& target, int64_t ignore_index,
                                double eps, Reduction mode, int64_t kept) {
   const int64_t C = logits.size(-1), N = target.numel();
@@ -72,18 +90,26 @@ Tensor cross_entropy_by_kernel(const Tensor& logits, const Tensor& target, int64
           : mode == Reduction::Sum ? row_loss.sum()
                                    : row_loss.sum() / divisor;  // 0 / 0 = NaN when all are ignored
   }
-  return record("cross_entropy", out, {logits, target},
-                [slp = SavedTensor(log_probs), st = SavedTensor(t), ignore_index, eps,
-                 divisor = std::max(divisor, 1.0), logits_shape = logits.shape()](const Tensor& g) {
-                  const Tensor& lp = slp.get();
-                  Tensor dx = empty(lp.shape(), lp.options());
-                  const bool done =
-                      backend_for(dx.device())
-                          .cross_entropy_backward(lp, st.get(), g.to(lp.dtype()).contiguous(),
-                                                  divisor, ignore_index, eps, dx);
-                  SG_CHECK(done, "cross_entropy: the backend ran the forward but not the backward");
-                  return Grads{dx.view(logits_shape), Tensor()};
-                });
+  return record(
+      "cross_entropy", out, {logits, target},
+      [slp = SavedTensor(log_probs), st = SavedTensor(t), ignore_index, eps,
+       divisor = std::max(divisor, 1.0), logits_shape = logits.shape(),
+       slogits = SavedTensor(logits), starget = SavedTensor(target), mode, kept](const Tensor& g) {
+        if (is_grad_enabled()) {  // create_graph
+          return detail::composed_backward(
+              [ignore_index, eps, mode, kept](const std::vector<Tensor>& in) {
+                return composed_cross_entropy(in[0], in[1], ignore_index, eps, mode, kept);
+              },
+              {slogits.get(), starget.get()}, g);
+        }
+        const Tensor& lp = slp.get();
+        Tensor dx = empty(lp.shape(), lp.options());
+        const bool done = backend_for(dx.device())
+                              .cross_entropy_backward(lp, st.get(), g.to(lp.dtype()).contiguous(),
+                                                      divisor, ignore_index, eps, dx);
+        SG_CHECK(done, "cross_entropy: the backend ran the forward but not the backward");
+        return Grads{dx.view(logits_shape), Tensor()};
+      });
 }
 
 }  // namespace
@@ -153,7 +179,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   return record(
       "cross_entropy", out, {logits, target},
       [slp = SavedTensor(log_probs), skeep = SavedTensor(keep), st = SavedTensor(safe_target),
-       scount = SavedTensor(count), mode, eps, logits_shape = logits.shape()](const Tensor& g) {
+       scount = SavedTensor(count), mode, eps, logits_shape = logits.shape(),
+       slogits = SavedTensor(logits), starget = SavedTensor(target),
+       ignore_index](const Tensor& g) {
+        if (is_grad_enabled()) {  // create_graph
+          const int64_t kept = scount.get().to(kInt64).item<int64_t>();
+          return detail::composed_backward(
+              [ignore_index, eps, mode, kept](const std::vector<Tensor>& in) {
+                return composed_cross_entropy(in[0], in[1], ignore_index, eps, mode, kept);
+              },
+              {slogits.get(), starget.get()}, g);
+        }
         const Tensor& lp = slp.get();
         const int64_t rows = lp.size(0), classes = lp.size(1);
         // dx = softmax - q = exp(log p) - ε/C everywhere, then - (1 - ε) at the target.

@@ -40,9 +40,15 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 
   return record("index_select", out, {x, index},
                 [si = SavedTensor(flat_index), d, x_shape = x.shape()](const Tensor& g) {
+                  const Tensor saved_index = si.get();
                   Tensor dx = zeros(x_shape, g.options());
-                  backend_for(g.device()).index_add(dx, d, si.get(), g.contiguous());
-                  return Grads{dx, Tensor()};
+                  backend_for(g.device()).index_add(dx, d, saved_index, g.detach().contiguous());
+                  // create_graph: dx is linear in g; its adjoint selects gg's rows again.
+                  return Grads{detail::linear_in_grad("index_select_backward", dx, g,
+                                                      [d, saved_index](const Tensor& gg) {
+                                                        return index_select(gg, d, saved_index);
+                                                      }),
+                               Tensor()};
                 });
 }
 
@@ -71,9 +77,15 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 
   return record("gather", out, {x, index},
                 [si = SavedTensor(index_c), d, x_shape = x.shape()](const Tensor& g) {
+                  const Tensor saved_index = si.get();
                   Tensor dx = zeros(x_shape, g.options());
-                  backend_for(g.device()).scatter_add(dx, d, si.get(), g.contiguous());
-                  return Grads{dx, Tensor()};
+                  backend_for(g.device()).scatter_add(dx, d, saved_index, g.detach().contiguous());
+                  // create_graph: dx is linear in g; its adjoint gathers gg at the indices again.
+                  return Grads{detail::linear_in_grad("gather_backward", dx, g,
+                                                      [d, saved_index](const Tensor& gg) {
+                                                        return gather(gg, d, saved_index);
+                                                      }),
+                               Tensor()};
                 });
 }
 
@@ -118,11 +130,25 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
   return record(
       "embedding", out, {weight, ids},
       [si = SavedTensor(flat_ids), padding_row, w_shape = weight.shape()](const Tensor& g) {
+        const Tensor ids_ = si.get();
         Tensor dweight = zeros(w_shape, g.options());
         Backend& backend = backend_for(g.device());
-        backend.index_add(dweight, 0, si.get(), g.reshape({-1, w_shape[1]}).contiguous());
-        if (padding_row) backend.fill(dweight.select(0, *padding_row), 0.0);
-        return Grads{dweight, Tensor()};
+        backend.index_add(dweight, 0, ids_, g.detach().reshape({-1, w_shape[1]}).contiguous());
+        if (padding_row) backend.fill(dweight.detach().select(0, *padding_row), 0.0);
+        // create_graph: dweight is linear in g; its adjoint looks gg's rows up again (the padding
+        // row of gg, which dweight never receives, is zeroed first).
+        return Grads{
+            detail::linear_in_grad("embedding_backward", dweight, g,
+                                   [ids_, padding_row, g_shape = g.shape()](const Tensor& gg) {
+                                     Tensor table = gg;
+                                     if (padding_row) {
+                                       Tensor keep = ones({gg.size(0), 1}, gg.options());
+                                       keep.detach().select(0, *padding_row).fill_(0.0);
+                                       table = gg * keep;
+                                     }
+                                     return index_select(table, 0, ids_).reshape(g_shape);
+                                   }),
+            Tensor()};
       });
 }
 

@@ -3,7 +3,9 @@
 // (a broadcasting add is one "add" node, not "expand" + "expand" + "add").
 #pragma once
 
+#include <functional>
 #include <string_view>
+#include <vector>
 
 #include "autograd/backend/backend.h"
 #include "autograd/factory.h"
@@ -24,5 +26,26 @@ Tensor convert(const Tensor& x, DType dtype);
 void check_same_device(std::string_view op, std::initializer_list<Tensor> tensors);
 // Throws "op: expected a float32 or float64 tensor, got int64".
 void check_floating(std::string_view op, const Tensor& x);
+
+// ---- backward formulas under create_graph (Note [Saved tensors and double backward], node.h) ----
+// A backward that runs a raw kernel (a fused backward, an index_add) records nothing, so when grad
+// mode is on in backward (create_graph) the ops compute the same gradient in one of two ways:
+
+// 1. The kernel's result is linear in g (a scatter, an index_add: where g's entries go): it is
+//    recorded as an op of its own on g, whose backward is the adjoint map (a gather, an
+//    index_select). Without a graph (grad mode off, or g needs none), `result` is returned as is.
+template <typename Adjoint>
+Tensor linear_in_grad(std::string_view name, Tensor result, const Tensor& g, Adjoint adjoint) {
+  return record(name, std::move(result), {g},
+                [adjoint](const Tensor& gg) { return Grads{adjoint(gg)}; });
+}
+
+// 2. The gradient depends on what the kernel computed from the inputs (statistics, attention
+//    weights): the op's composed forward is run again on the saved inputs (with their autograd
+//    identity) and differentiated with create_graph, so the gradient is made of recorded ops.
+//    Returns one gradient per input (undefined for those that do not require grad).
+using ComposedFn = std::function<Tensor(const std::vector<Tensor>&)>;
+std::vector<Tensor> composed_backward(const ComposedFn& composed, const std::vector<Tensor>& inputs,
+                                      const Tensor& g);
 
 }  // namespace sg::detail

@@ -67,6 +67,13 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                   const Tensor g_rows = g.reshape({n_rows, out_features});
                   const Tensor x_ = need_dw ? saved_x.get().reshape({n_rows, in}) : Tensor();
                   const Tensor w_ = need_dx ? saved_w.get() : Tensor();
+                  if (is_grad_enabled()) {
+                    // create_graph: the same three products as recorded ops on the saved x and
+                    // W, so the gradient differentiates again.
+                    return Grads{need_dx ? matmul(g_rows, w_).view(x_shape) : Tensor(),
+                                 need_dw ? matmul(g_rows.t(), x_) : Tensor(),
+                                 need_db ? g_rows.sum(0) : Tensor()};
+                  }
                   Tensor dx = need_dx ? empty({n_rows, in}, g.options()) : Tensor();
                   Tensor dw = need_dw ? empty({out_features, in}, g.options()) : Tensor();
                   Tensor db = need_db ? empty({out_features}, g.options()) : Tensor();

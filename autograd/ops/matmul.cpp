@@ -142,6 +142,15 @@ Tensor as_matrix_result(Tensor y, int64_t a_dim, int64_t b_dim) {
   return y;
 }
 
+// The three views above as recorded ops, for a backward with create_graph.
+Tensor recorded_left_matrix(const Tensor& a) { return a.dim() == 1 ? a.unsqueeze(0) : a; }
+Tensor recorded_right_matrix(const Tensor& b) { return b.dim() == 1 ? b.unsqueeze(1) : b; }
+Tensor recorded_matrix_result(Tensor y, int64_t a_dim, int64_t b_dim) {
+  if (b_dim == 1) y = y.unsqueeze(y.dim());      // [.., M] -> [.., M, 1]
+  if (a_dim == 1) y = y.unsqueeze(y.dim() - 1);  // [.., N] -> [.., 1, N]
+  return y;
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -169,15 +178,21 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                 [saved_a = need_db ? SavedTensor(a) : SavedTensor(),
                  saved_b = need_da ? SavedTensor(b) : SavedTensor(), a_dim = a.dim(),
                  b_dim = b.dim(), need_da, need_db, b_transposed](const Tensor& g) {
-                  const Tensor G = as_matrix_result(g, a_dim, b_dim);  // [.., M, N]
+                  // create_graph: the vector-to-matrix views become recorded ones, so that the
+                  // gradient's graph reaches g and the saved operands through them.
+                  const bool graph = is_grad_enabled();
+                  const Tensor G = graph ? recorded_matrix_result(g, a_dim, b_dim)
+                                         : as_matrix_result(g, a_dim, b_dim);  // [.., M, N]
                   Tensor da, db;
                   if (need_da) {
-                    const Tensor B = as_right_matrix(saved_b.get());  // [.., K, N]
-                    da = matmul(G, B.transpose(-2, -1));              // [.., M, K]
-                    if (a_dim == 1) da = da.squeeze(da.dim() - 2);    // [.., K]
+                    const Tensor B = graph ? recorded_right_matrix(saved_b.get())
+                                           : as_right_matrix(saved_b.get());  // [.., K, N]
+                    da = matmul(G, B.transpose(-2, -1));                      // [.., M, K]
+                    if (a_dim == 1) da = da.squeeze(da.dim() - 2);            // [.., K]
                   }
                   if (need_db) {
-                    const Tensor A = as_left_matrix(saved_a.get());  // [.., M, K]
+                    const Tensor A = graph ? recorded_left_matrix(saved_a.get())
+                                           : as_left_matrix(saved_a.get());  // [.., M, K]
                     if (A.dim() > 2 && b_dim <= 2) {
                       // B was one matrix shared by the whole stack, so dB = Σ_batch Aᵢᵀ·dCᵢ, which
                       // is one gemm over the stack read as a tall matrix: [K, B*M] · [B*M, N].

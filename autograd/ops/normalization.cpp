@@ -6,7 +6,9 @@
 // write out is, for a row x of D values, x̂ = (x - mean) · rstd and ĝ = g · weight:
 //   dx      = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂))
 //   dweight = Σ_rows g · x̂,   dbias = Σ_rows g
-// (the two mean terms are what flows back through the mean and the variance).
+// (the two mean terms are what flows back through the mean and the variance). A backward that
+// records a graph (create_graph) differentiates layer_norm_composed instead
+// (detail::composed_backward): the saved mean and rstd are values, not functions of x.
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -72,8 +74,16 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Te
   return record(
       "layer_norm", out, {x, weight, bias},
       [sx = SavedTensor(x2), sw = SavedTensor(w), smean = SavedTensor(mean),
-       srstd = SavedTensor(rstd), need_x, need_w, need_b, x_shape = x.shape(),
-       w_shape = normalized_shape](const Tensor& g) {
+       srstd = SavedTensor(rstd), sx_in = SavedTensor(x), sw_in = SavedTensor(weight),
+       sb_in = SavedTensor(bias), need_x, need_w, need_b, x_shape = x.shape(),
+       w_shape = normalized_shape, eps](const Tensor& g) {
+        if (is_grad_enabled()) {  // create_graph
+          return detail::composed_backward(
+              [w_shape, eps](const std::vector<Tensor>& in) {
+                return layer_norm_composed(in[0], w_shape, in[1], in[2], eps);
+              },
+              {sx_in.get(), sw_in.get(), sb_in.get()}, g);
+        }
         const Tensor &x_ = sx.get(), &w_ = sw.get(), &mean_ = smean.get(), &rstd_ = srstd.get();
         const int64_t rows_ = x_.size(0), D_ = x_.size(1);
         Tensor g2 = g.reshape({rows_, D_}).contiguous();

@@ -208,9 +208,16 @@ std::pair<Tensor, Tensor> extreme_along(std::string_view op, ReduceOp kind, cons
                   [si = SavedTensor(indices), keep_shape, d, x_shape = x.shape()](const Tensor& g) {
                     Tensor index = si.get().reshape(keep_shape).contiguous();
                     Tensor dx = zeros(x_shape, g.options());
-                    backend_for(g.device())
-                        .scatter_add(dx, d, index, with_kept_dims(g, keep_shape).contiguous());
-                    return Grads{dx};
+                    {
+                      NoGradGuard no_grad;
+                      backend_for(g.device())
+                          .scatter_add(dx, d, index, with_kept_dims(g, keep_shape).contiguous());
+                    }
+                    // create_graph: dx is linear in g; its adjoint picks gg at the indices.
+                    return Grads{detail::linear_in_grad(
+                        "max_backward", dx, g, [index, d, out_shape = g.shape()](const Tensor& gg) {
+                          return gather(gg, d, index).reshape(out_shape);
+                        })};
                   });
   return {values, indices};
 }

@@ -12,6 +12,8 @@
 // four ops that each allocate. Backward needs only y:
 //   softmax:      dx = y ⊙ (g - Σ g⊙y)
 //   log_softmax:  dx = g - exp(y) Σ g
+// In a backward that records a graph (create_graph) these formulas run as ops instead of the
+// backward kernel, y being the saved output reattached to its node, so they differentiate again.
 #include <limits>
 
 #include "autograd/ops/internal.h"
@@ -19,6 +21,12 @@
 namespace sg {
 
 namespace {
+
+// The backward formulas above as recorded ops (create_graph).
+Tensor composed_softmax_backward(const Tensor& g, const Tensor& y, int64_t d, bool log) {
+  if (log) return g - exp(y) * g.sum({d}, /*keepdim=*/true);
+  return y * (g - (g * y).sum({d}, /*keepdim=*/true));
+}
 
 Tensor softmax_along(std::string_view op, const Tensor& x, int64_t dim, bool log) {
   SG_CHECK(x.is_floating_point(), "{}: expected a floating point tensor, got {}", op, x.dtype());
@@ -28,8 +36,9 @@ Tensor softmax_along(std::string_view op, const Tensor& x, int64_t dim, bool log
   Tensor out = empty(x.shape(), x.options());
   backend_for(x.device()).softmax(input, d, log, out);
 
-  return record(op, out, {x}, [sy = SavedTensor(out), d, log](const Tensor& g) {
+  return record(op, out, {x}, [sy = SavedTensor::output(out), d, log](const Tensor& g) {
     const Tensor& y = sy.get();
+    if (is_grad_enabled()) return Grads{composed_softmax_backward(g, y, d, log)};
     Tensor dx = empty(y.shape(), y.options());
     backend_for(y.device()).softmax_backward(g.contiguous(), y, d, log, dx);
     return Grads{dx};
@@ -68,12 +77,15 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim) {
     Tensor kept = where(mask, x.detach(), full({}, lowest, x.options()));
     out = where(mask, softmax(kept, d), zeros({}, x.options()));
   }
-  return record("masked_softmax", out, {x, mask}, [sy = SavedTensor(out), d](const Tensor& g) {
-    const Tensor& y = sy.get();
-    Tensor dx = empty(y.shape(), y.options());
-    backend_for(y.device()).softmax_backward(g.contiguous(), y, d, /*log=*/false, dx);
-    return Grads{dx, Tensor()};
-  });
+  return record("masked_softmax", out, {x, mask},
+                [sy = SavedTensor::output(out), d](const Tensor& g) {
+                  const Tensor& y = sy.get();
+                  if (is_grad_enabled())
+                    return Grads{composed_softmax_backward(g, y, d, false), Tensor()};
+                  Tensor dx = empty(y.shape(), y.options());
+                  backend_for(y.device()).softmax_backward(g.contiguous(), y, d, /*log=*/false, dx);
+                  return Grads{dx, Tensor()};
+                });
 }
 
 Tensor softmax(const Tensor& x, int64_t dim) {

@@ -24,6 +24,28 @@ void check_not_bool(std::string_view op, const Tensor& x) {
   SG_CHECK(x.dtype() != kBool, "{}: not defined for bool tensors (use logical_not)", op);
 }
 
+// gelu'(x), from the kernel. With grad mode on (a backward with create_graph) it is recorded with
+// its own derivative, gelu''(x), composed from ops (so it differentiates again):
+//   exact: gelu = x Φ(x), gelu' = Φ + x φ, gelu'' = φ (2 - x²), φ(x) = e^(-x²/2) / √(2π)
+//   tanh:  gelu = x (1 + t) / 2 with t = tanh(u), u = c (x + a x³), c = √(2/π), a = 0.044715;
+//          gelu'' = (1 - t²) (u' - x t u'² + x u'' / 2), u' = c (1 + 3a x²), u'' = 6 c a x
+Tensor gelu_slope(const Tensor& x, bool use_tanh) {
+  Tensor slope = apply(use_tanh ? UnaryOp::GeluTanhGrad : UnaryOp::GeluGrad, x);
+  return record("gelu_backward", slope, {x}, [sx = SavedTensor(x), use_tanh](const Tensor& gg) {
+    const Tensor& v = sx.get();
+    if (!use_tanh) {
+      const double inv_sqrt_2pi = 0.3989422804014327;
+      Tensor phi = exp(v * v * -0.5) * inv_sqrt_2pi;
+      return Grads{gg * phi * (2.0 - v * v)};
+    }
+    const double c = 0.7978845608028654, a = 0.044715;
+    Tensor t = tanh((v + v * v * v * a) * c);
+    Tensor du = (v * v * (3.0 * a) + 1.0) * c;
+    Tensor d2u = v * (6.0 * c * a);
+    return Grads{gg * (1.0 - t * t) * (du - v * t * du * du + v * d2u * 0.5)};
+  });
+}
+
 }  // namespace
 
 Tensor neg(const Tensor& x) {
@@ -38,7 +60,7 @@ Tensor exp(const Tensor& x) {
   Tensor y = apply(UnaryOp::Exp, xf);
   // d/dx e^x = e^x: the output itself
   return record("exp", y, {x},
-                [sy = SavedTensor(y)](const Tensor& g) { return Grads{g * sy.get()}; });
+                [sy = SavedTensor::output(y)](const Tensor& g) { return Grads{g * sy.get()}; });
 }
 
 Tensor log(const Tensor& x) {
@@ -52,15 +74,16 @@ Tensor sqrt(const Tensor& x) {
   SG_PROFILE_OP("sqrt");
   Tensor y = apply(UnaryOp::Sqrt, as_floating(x));
   // d/dx √x = 1 / (2√x)
-  return record("sqrt", y, {x},
-                [sy = SavedTensor(y)](const Tensor& g) { return Grads{g / (sy.get() * 2.0)}; });
+  return record("sqrt", y, {x}, [sy = SavedTensor::output(y)](const Tensor& g) {
+    return Grads{g / (sy.get() * 2.0)};
+  });
 }
 
 Tensor rsqrt(const Tensor& x) {
   SG_PROFILE_OP("rsqrt");
   Tensor y = apply(UnaryOp::Rsqrt, as_floating(x));
   // d/dx x^(-1/2) = -1/2 x^(-3/2) = -y³/2
-  return record("rsqrt", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+  return record("rsqrt", y, {x}, [sy = SavedTensor::output(y)](const Tensor& g) {
     const Tensor& r = sy.get();
     return Grads{g * r * r * r * -0.5};
   });
@@ -83,7 +106,7 @@ Tensor sign(const Tensor& x) {
 Tensor tanh(const Tensor& x) {
   SG_PROFILE_OP("tanh");
   Tensor y = apply(UnaryOp::Tanh, as_floating(x));
-  return record("tanh", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+  return record("tanh", y, {x}, [sy = SavedTensor::output(y)](const Tensor& g) {
     const Tensor& t = sy.get();
     return Grads{g * (1.0 - t * t)};
   });
@@ -92,7 +115,7 @@ Tensor tanh(const Tensor& x) {
 Tensor sigmoid(const Tensor& x) {
   SG_PROFILE_OP("sigmoid");
   Tensor y = apply(UnaryOp::Sigmoid, as_floating(x));
-  return record("sigmoid", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+  return record("sigmoid", y, {x}, [sy = SavedTensor::output(y)](const Tensor& g) {
     const Tensor& s = sy.get();
     return Grads{g * s * (1.0 - s)};
   });
@@ -105,8 +128,10 @@ Tensor relu(const Tensor& x) {
   // The gradient flows where the output is not <= 0 (0 at the kink; a NaN passes g on, as in
   // PyTorch): where(y <= 0, 0, g) as one kernel pass over g and y (the composition would write a
   // bool mask, then read it back with g: half as much memory traffic again on [tokens, d_ff]).
-  return record("relu", y, {x}, [sy = SavedTensor(y)](const Tensor& g) {
+  return record("relu", y, {x}, [sy = SavedTensor::output(y)](const Tensor& g) {
     const Tensor& out = sy.get();
+    // create_graph: the same selection as a recorded op (d/dg of it is the same mask).
+    if (is_grad_enabled()) return Grads{where(out.le(0.0), zeros({}, g.options()), g)};
     Tensor dx = empty(out.shape(), g.options());
     backend_for(g.device()).binary(BinaryOp::ReluGrad, g, out, dx);
     return Grads{dx};
@@ -120,11 +145,10 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
   const bool use_tanh = approximate == "tanh";
   Tensor xf = as_floating(x);
   Tensor y = apply(use_tanh ? UnaryOp::GeluTanh : UnaryOp::Gelu, xf);
-  return record(
-      use_tanh ? "gelu_tanh" : "gelu", y, {x}, [sx = SavedTensor(xf), use_tanh](const Tensor& g) {
-        Tensor slope = apply(use_tanh ? UnaryOp::GeluTanhGrad : UnaryOp::GeluGrad, sx.get());
-        return Grads{g * slope};
-      });
+  return record(use_tanh ? "gelu_tanh" : "gelu", y, {x},
+                [sx = SavedTensor(xf), use_tanh](const Tensor& g) {
+                  return Grads{g * gelu_slope(sx.get(), use_tanh)};
+                });
 }
 
 Tensor pow(const Tensor& x, double exponent) {

@@ -106,11 +106,15 @@ std::optional<Strides> view_strides(const Shape& old_shape, const Strides& old_s
 }
 
 // Gradient of a slice-like view: zeros of the input's shape with g written into the viewed part.
+// `make` takes the same view of any tensor; it is also the adjoint, for a graph of the gradient.
 template <typename MakeView>
 Tensor scatter_into_zeros(const Tensor& g, const Shape& input_shape, MakeView make) {
   Tensor z = zeros(input_shape, g.options());
-  backend_for(z.device()).copy(g, make(z));
-  return z;
+  {
+    NoGradGuard no_grad;
+    backend_for(z.device()).copy(g, make(z));
+  }
+  return detail::linear_in_grad("slice_backward", z, g, make);
 }
 
 }  // namespace
@@ -247,10 +251,8 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   Tensor out = make_view(x, shape, strides, x.storage_offset() + s * x.stride(d));
   Shape in_shape = x.shape();
   return record("slice", out, {x}, [in_shape, d, s, e, step](const Tensor& g) {
-    return Grads{scatter_into_zeros(g, in_shape, [&](const Tensor& z) {
-      NoGradGuard no_grad;
-      return slice(z, d, s, e, step);
-    })};
+    return Grads{scatter_into_zeros(
+        g, in_shape, [d, s, e, step](const Tensor& z) { return slice(z, d, s, e, step); })};
   });
 }
 
@@ -284,10 +286,8 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   Tensor out = make_view(x, shape, strides, x.storage_offset() + index * x.stride(d));
   Shape in_shape = x.shape();
   return record("select", out, {x}, [in_shape, d, index](const Tensor& g) {
-    return Grads{scatter_into_zeros(g, in_shape, [&](const Tensor& z) {
-      NoGradGuard no_grad;
-      return select(z, d, index);
-    })};
+    return Grads{scatter_into_zeros(g, in_shape,
+                                    [d, index](const Tensor& z) { return select(z, d, index); })};
   });
 }
 

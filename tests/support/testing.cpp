@@ -51,6 +51,14 @@ namespace sg::testing {
   return ::testing::AssertionFailure() << r.report;
 }
 
+::testing::AssertionResult gradgradcheck_passes(const GradcheckFn& fn,
+                                                const std::vector<Tensor>& inputs,
+                                                const GradcheckOptions& options) {
+  GradcheckResult r = gradgradcheck(fn, inputs, options);
+  if (r.ok) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << r.report;
+}
+
 Tensor random_leaf(const Shape& shape, uint64_t seed, double scale) {
   Generator gen(seed);
   Tensor t = randn(shape, gen, kFloat64);

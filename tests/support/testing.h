@@ -2,6 +2,7 @@
 //
 //   EXPECT_TRUE(sg::testing::tensors_near(actual, expected, 1e-6));
 //   EXPECT_GRADCHECK([](const auto& in) { return sg::exp(in[0]); }, {x});
+//   EXPECT_GRADGRADCHECK([](const auto& in) { return sg::exp(in[0]); }, {x});
 //   EXPECT_SG_ERROR(sg::matmul(a, b), "matmul: shapes [2, 3] and [4, 5]");
 #pragma once
 
@@ -24,12 +25,19 @@ namespace sg::testing {
                                             const std::vector<Tensor>& inputs,
                                             const GradcheckOptions& options = {});
 
+// Second derivatives (gradgradcheck), as an assertion.
+::testing::AssertionResult gradgradcheck_passes(const GradcheckFn& fn,
+                                                const std::vector<Tensor>& inputs,
+                                                const GradcheckOptions& options = {});
+
 // A float64 leaf that requires grad, filled from a fixed seed.
 Tensor random_leaf(const Shape& shape, uint64_t seed = 0, double scale = 1.0);
 
 }  // namespace sg::testing
 
 #define EXPECT_GRADCHECK(fn, ...) EXPECT_TRUE(::sg::testing::gradcheck_passes(fn, __VA_ARGS__))
+#define EXPECT_GRADGRADCHECK(fn, ...) \
+  EXPECT_TRUE(::sg::testing::gradgradcheck_passes(fn, __VA_ARGS__))
 
 // Asserts that `statement` throws sg::Error whose message contains `substring`.
 #define EXPECT_SG_ERROR(statement, substring)                                          \
