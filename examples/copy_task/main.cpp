@@ -7,6 +7,7 @@
 //   copy_task eval --checkpoint runs/copy/model.safetensors
 //   copy_task decode --checkpoint runs/copy/model.safetensors "1 5 3 9 2 7 4 4 8 6"
 //   copy_task decode --print-logits ...      # and each step's log-probabilities
+//   copy_task compare torch.safetensors ours.safetensors   # the first entry that differs
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,7 @@
 #include "attention_plots.h"
 #include "autograd/anomaly.h"
 #include "decoding.h"
+#include "nn/capture_compare.h"
 #include "plots.h"
 #include "trainer.h"
 
@@ -254,6 +256,16 @@ int main(int argc, char** argv) {
                       "stop at the first op or gradient that is NaN or Inf, naming it and the line "
                       "that called it (slower; also SCRATCHGRAD_DETECT_ANOMALY=1)");
 
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "compare two captures (safetensors files of the same names) in execution order");
+  std::string reference, candidate;
+  double atol = 1e-5, rtol = 1e-4;
+  compare_cmd->add_option("reference", reference, "the reference capture (e.g. PyTorch's)")
+      ->required();
+  compare_cmd->add_option("candidate", candidate, "the capture to check against it")->required();
+  compare_cmd->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
+  compare_cmd->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
+
   CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
   std::string checkpoint;
   int64_t samples = 1000;
@@ -301,6 +313,13 @@ int main(int argc, char** argv) {
       return run_train(config, options);
     }
     if (*eval_cmd) return run_eval(checkpoint, samples, eval_seed, eval_metrics);
+    if (*compare_cmd) {
+      // Exit status 1 when they diverge, so that scripts can test it.
+      const sg::nn::CaptureComparison report = sg::nn::compare_captures(
+          sg::nn::load_safetensors(reference), sg::nn::load_safetensors(candidate), atol, rtol);
+      fmt::print("{}", report.str());
+      return report.first_divergent ? 1 : 0;
+    }
     if (*decode_cmd) return run_decode(checkpoint, sequences, no_cache, beam, print_logits);
   } catch (const std::exception& e) {
     fmt::print(stderr, "copy_task: error: {}\n", e.what());
