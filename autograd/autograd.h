@@ -1,6 +1,7 @@
 // Umbrella header of scratchgrad::autograd: tensors, ops, autograd, gradcheck.
 #pragma once
 
+#include "autograd/anomaly.h"
 #include "autograd/blas.h"
 #include "autograd/cpu_kernels.h"
 #include "autograd/device.h"

@@ -49,7 +49,16 @@ Grads Node::apply(const Tensor& grad_output) {
     explicit Running(Node* node) { running_node = node; }
     ~Running() { running_node = previous; }
   } running(this);
-  return backward_(grad_output);
+  if (!detail::anomaly_flag()) return backward_(grad_output);
+  // Anomaly mode (autograd/anomaly.h): the ops inside a backward function are not checked one by
+  // one; what it returns is, and a bad gradient is reported against this node.
+  Grads grads;
+  {
+    detail::BackwardScope in_backward;
+    grads = backward_(grad_output);
+  }
+  detail::check_backward(*this, grads);
+  return grads;
 }
 
 Node* Node::running() { return running_node; }
@@ -118,6 +127,9 @@ Tensor record(std::string name, Tensor out, const std::vector<Tensor>& inputs,
   TensorImpl* impl = out.impl();
   impl->grad_fn =
       std::make_shared<Node>(std::move(name), std::move(edges), std::move(backward), out.shape());
+  if (detail::anomaly_flag() && detail::call_site() != nullptr) {
+    impl->grad_fn->set_created_at(*detail::call_site());
+  }
   impl->requires_grad = true;
   return out;
 }

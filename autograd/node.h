@@ -47,6 +47,8 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/anomaly.h"
+#include "autograd/call_site.h"
 #include "autograd/tensor.h"
 
 namespace sg {
@@ -84,6 +86,9 @@ class Node : public std::enable_shared_from_this<Node> {
   // Drops the backward function and everything it saved (after backward without retain_graph).
   void release();
   bool released() const { return released_; }
+  // Where user code called the op that recorded this node; known only in anomaly mode.
+  const CallSite& created_at() const { return created_at_; }
+  void set_created_at(const CallSite& site) { created_at_ = site; }
 
  private:
   std::string name_;
@@ -91,6 +96,7 @@ class Node : public std::enable_shared_from_this<Node> {
   BackwardFn backward_;
   Shape output_shape_;
   bool released_ = false;
+  CallSite created_at_ = CallSite::unknown();
 };
 
 // A tensor saved for backward, with the version it had (Note [Version counter]) and, for an input,
@@ -122,18 +128,23 @@ bool needs_graph(const std::vector<Tensor>& inputs);
 // undefined tensors (optional operands); they get empty edges.
 Tensor record(std::string name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward);
 
-// The same for a backward lambda, which ops pass: a template, so that when no graph is recorded
-// (inference, NoGradGuard, optimizer steps, backward functions themselves) the lambda is never
-// turned into a std::function, which allocates, on every op call.
+// The same for a backward lambda, which ops and custom functions pass: a template, so that when no
+// graph is recorded (inference, NoGradGuard, optimizer steps, backward functions themselves) the
+// lambda is never turned into a std::function, which allocates, on every op call.
 template <typename F>
-Tensor record(std::string_view name, Tensor out, std::initializer_list<Tensor> inputs,
-              F&& backward) {
+Tensor record(std::string_view name, Tensor out, std::initializer_list<Tensor> inputs, F&& backward,
+              CallSite site = CallSite::current()) {
+  const CallSiteScope call_site(site);  // a custom function's caller (an op's is already set)
+  if (detail::anomaly_flag()) detail::check_forward(name, out, std::vector<Tensor>(inputs));
   if (!needs_graph(inputs)) return out;
   return record(std::string(name), std::move(out), std::vector<Tensor>(inputs),
                 BackwardFn(std::forward<F>(backward)));
 }
 template <typename F>
-Tensor record(std::string_view name, Tensor out, const std::vector<Tensor>& inputs, F&& backward) {
+Tensor record(std::string_view name, Tensor out, const std::vector<Tensor>& inputs, F&& backward,
+              CallSite site = CallSite::current()) {
+  const CallSiteScope call_site(site);
+  if (detail::anomaly_flag()) detail::check_forward(name, out, inputs);
   if (!needs_graph(inputs)) return out;
   return record(std::string(name), std::move(out), inputs, BackwardFn(std::forward<F>(backward)));
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/call_site.h"
 #include "autograd/device.h"
 #include "autograd/dtype.h"
 #include "autograd/shape.h"
@@ -147,81 +148,95 @@ class Tensor {
   std::string str() const;  // PyTorch-like printout, summarised with ... for big tensors
 
   // ---- conversions ----
-  Tensor to(DType dtype) const;
+  Tensor to(DType dtype, CallSite site = CallSite::current()) const;
   Tensor to(Device device) const;
-  Tensor contiguous() const;  // this tensor if already contiguous, else a contiguous copy
-  Tensor clone() const;       // always a copy
+  Tensor contiguous(CallSite site = CallSite::current())
+      const;             // this tensor if already contiguous, else a contiguous copy
+  Tensor clone() const;  // always a copy
 
   // ---- views (no data copied; see autograd/ops/views.cpp) ----
-  Tensor view(const Shape& shape) const;
-  Tensor reshape(const Shape& shape) const;
-  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
-  Tensor transpose(int64_t dim0, int64_t dim1) const;
-  Tensor t() const;  // transpose of a 2-D tensor
-  Tensor permute(const std::vector<int64_t>& dims) const;
-  Tensor unsqueeze(int64_t dim) const;
-  Tensor squeeze() const;
-  Tensor squeeze(int64_t dim) const;
-  Tensor expand(const Shape& shape) const;
-  Tensor expand_as(const Tensor& other) const { return expand(other.shape()); }
-  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
-  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
-  Tensor select(int64_t dim, int64_t index) const;
+  Tensor view(const Shape& shape, CallSite site = CallSite::current()) const;
+  Tensor reshape(const Shape& shape, CallSite site = CallSite::current()) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1,
+                 CallSite site = CallSite::current()) const;
+  Tensor transpose(int64_t dim0, int64_t dim1, CallSite site = CallSite::current()) const;
+  Tensor t(CallSite site = CallSite::current()) const;  // transpose of a 2-D tensor
+  Tensor permute(const std::vector<int64_t>& dims, CallSite site = CallSite::current()) const;
+  Tensor unsqueeze(int64_t dim, CallSite site = CallSite::current()) const;
+  Tensor squeeze(CallSite site = CallSite::current()) const;
+  Tensor squeeze(int64_t dim, CallSite site = CallSite::current()) const;
+  Tensor expand(const Shape& shape, CallSite site = CallSite::current()) const;
+  Tensor expand_as(const Tensor& other, CallSite site = CallSite::current()) const {
+    return expand(other.shape(), site);
+  }
+  Tensor narrow(int64_t dim, int64_t start, int64_t length,
+                CallSite site = CallSite::current()) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1,
+               CallSite site = CallSite::current()) const;
+  Tensor select(int64_t dim, int64_t index, CallSite site = CallSite::current()) const;
 
   // ---- elementwise (autograd/ops/unary.cpp, binary.cpp) ----
-  Tensor neg() const;
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor abs() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor pow(double exponent) const;
-  Tensor pow(const Tensor& exponent) const;
-  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
-  Tensor logical_not() const;
-  Tensor eq(const Tensor& other) const;
-  Tensor ne(const Tensor& other) const;
-  Tensor lt(const Tensor& other) const;
-  Tensor le(const Tensor& other) const;
-  Tensor gt(const Tensor& other) const;
-  Tensor ge(const Tensor& other) const;
-  Tensor eq(double other) const;
-  Tensor ne(double other) const;
-  Tensor lt(double other) const;
-  Tensor le(double other) const;
-  Tensor gt(double other) const;
-  Tensor ge(double other) const;
+  Tensor neg(CallSite site = CallSite::current()) const;
+  Tensor exp(CallSite site = CallSite::current()) const;
+  Tensor log(CallSite site = CallSite::current()) const;
+  Tensor sqrt(CallSite site = CallSite::current()) const;
+  Tensor rsqrt(CallSite site = CallSite::current()) const;
+  Tensor abs(CallSite site = CallSite::current()) const;
+  Tensor tanh(CallSite site = CallSite::current()) const;
+  Tensor sigmoid(CallSite site = CallSite::current()) const;
+  Tensor relu(CallSite site = CallSite::current()) const;
+  Tensor pow(double exponent, CallSite site = CallSite::current()) const;
+  Tensor pow(const Tensor& exponent, CallSite site = CallSite::current()) const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max,
+               CallSite site = CallSite::current()) const;
+  Tensor logical_not(CallSite site = CallSite::current()) const;
+  Tensor eq(const Tensor& other, CallSite site = CallSite::current()) const;
+  Tensor ne(const Tensor& other, CallSite site = CallSite::current()) const;
+  Tensor lt(const Tensor& other, CallSite site = CallSite::current()) const;
+  Tensor le(const Tensor& other, CallSite site = CallSite::current()) const;
+  Tensor gt(const Tensor& other, CallSite site = CallSite::current()) const;
+  Tensor ge(const Tensor& other, CallSite site = CallSite::current()) const;
+  Tensor eq(double other, CallSite site = CallSite::current()) const;
+  Tensor ne(double other, CallSite site = CallSite::current()) const;
+  Tensor lt(double other, CallSite site = CallSite::current()) const;
+  Tensor le(double other, CallSite site = CallSite::current()) const;
+  Tensor gt(double other, CallSite site = CallSite::current()) const;
+  Tensor ge(double other, CallSite site = CallSite::current()) const;
 
   // ---- reductions (autograd/ops/reduce.cpp) ----
   // dims is one dim or a list: x.sum(-1, true), x.mean({0, 2}); an empty list means all dims.
-  Tensor sum() const;
-  Tensor sum(const Dims& dims, bool keepdim = false) const;
-  Tensor mean() const;
-  Tensor mean(const Dims& dims, bool keepdim = false) const;
-  Tensor var(const Dims& dims, int64_t correction = 1, bool keepdim = false) const;
-  Tensor amax(const Dims& dims = {}, bool keepdim = false) const;
-  Tensor amin(const Dims& dims = {}, bool keepdim = false) const;
-  Tensor max() const;
-  std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // values, indices
-  Tensor min() const;
-  std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
-  Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor sum(CallSite site = CallSite::current()) const;
+  Tensor sum(const Dims& dims, bool keepdim = false, CallSite site = CallSite::current()) const;
+  Tensor mean(CallSite site = CallSite::current()) const;
+  Tensor mean(const Dims& dims, bool keepdim = false, CallSite site = CallSite::current()) const;
+  Tensor var(const Dims& dims, int64_t correction = 1, bool keepdim = false,
+             CallSite site = CallSite::current()) const;
+  Tensor amax(const Dims& dims = {}, bool keepdim = false,
+              CallSite site = CallSite::current()) const;
+  Tensor amin(const Dims& dims = {}, bool keepdim = false,
+              CallSite site = CallSite::current()) const;
+  Tensor max(CallSite site = CallSite::current()) const;
+  std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false,
+                                CallSite site = CallSite::current()) const;  // values, indices
+  Tensor min(CallSite site = CallSite::current()) const;
+  std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false,
+                                CallSite site = CallSite::current()) const;
+  Tensor argmax(int64_t dim, bool keepdim = false, CallSite site = CallSite::current()) const;
+  Tensor argmin(int64_t dim, bool keepdim = false, CallSite site = CallSite::current()) const;
 
   // ---- the rest (matmul.cpp, softmax.cpp, masking.cpp, indexing.cpp) ----
-  Tensor matmul(const Tensor& other) const;
-  Tensor softmax(int64_t dim) const;
-  Tensor log_softmax(int64_t dim) const;
-  Tensor masked_fill(const Tensor& mask, double value) const;
-  Tensor index_select(int64_t dim, const Tensor& index) const;
-  Tensor gather(int64_t dim, const Tensor& index) const;
-  Tensor tril(int64_t diagonal = 0) const;
-  Tensor triu(int64_t diagonal = 0) const;
-  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
-  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor matmul(const Tensor& other, CallSite site = CallSite::current()) const;
+  Tensor softmax(int64_t dim, CallSite site = CallSite::current()) const;
+  Tensor log_softmax(int64_t dim, CallSite site = CallSite::current()) const;
+  Tensor masked_fill(const Tensor& mask, double value, CallSite site = CallSite::current()) const;
+  Tensor index_select(int64_t dim, const Tensor& index, CallSite site = CallSite::current()) const;
+  Tensor gather(int64_t dim, const Tensor& index, CallSite site = CallSite::current()) const;
+  Tensor tril(int64_t diagonal = 0, CallSite site = CallSite::current()) const;
+  Tensor triu(int64_t diagonal = 0, CallSite site = CallSite::current()) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0,
+                            CallSite site = CallSite::current()) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0,
+                            CallSite site = CallSite::current()) const;
 
   // ---- in place (autograd/ops/inplace.cpp): for optimizers and initialisers ----
   // Each bumps the version counter. They refuse a tensor that requires grad while grad mode is

@@ -26,7 +26,8 @@ std::pair<Tensor, Tensor> scores_backward(const Tensor& p, const Tensor& dp, con
 
 std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask, double scale, double dropout_p,
-                                             bool training) {
+                                             bool training, CallSite site) {
+  const CallSiteScope call_site(site);
   // Scaling q rather than the scores: q [..., T, Dh] is no bigger than the scores [..., T, S],
   // and the product comes out contiguous, so the batched matmuls below (and their backward)
   // read q in place instead of copying the per-head view. k and v likewise, once.
@@ -46,7 +47,8 @@ std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, c
 }
 
 std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                          const Tensor& mask, double scale) {
+                                          const Tensor& mask, double scale, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("fused_attention");
   if (!q.defined() || !k.defined() || !v.defined() || q.dim() != 4 || k.dim() != 4 ||
       v.dim() != 4) {

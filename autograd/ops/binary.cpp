@@ -76,14 +76,16 @@ Tensor winner_grad(const Tensor& g, const Tensor& self, const Tensor& other, boo
 
 }  // namespace
 
-Tensor scalar_like(const Tensor& x, double value) {
+Tensor scalar_like(const Tensor& x, double value, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("scalar_like");
   DType dtype = x.dtype();
   if (!is_floating(dtype)) dtype = std::floor(value) == value ? kInt64 : kFloat32;
   return scalar_tensor(value, TensorOptions(dtype).device(x.device()));
 }
 
-Tensor add(const Tensor& a, const Tensor& b, double alpha) {
+Tensor add(const Tensor& a, const Tensor& b, double alpha, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("add");
   Operands o = prepare("add", a, b, true);
   Tensor y = apply(BinaryOp::Add, scaled(o, alpha));
@@ -93,7 +95,8 @@ Tensor add(const Tensor& a, const Tensor& b, double alpha) {
   });
 }
 
-Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
+Tensor sub(const Tensor& a, const Tensor& b, double alpha, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("sub");
   Operands o = prepare("sub", a, b, true);
   Tensor y = apply(BinaryOp::Sub, scaled(o, alpha));
@@ -101,7 +104,8 @@ Tensor sub(const Tensor& a, const Tensor& b, double alpha) {
   return record("sub", y, {a, b}, [alpha](const Tensor& g) { return Grads{g, g * -alpha}; });
 }
 
-Tensor mul(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("mul");
   Operands o = prepare("mul", a, b, true);
   bool need_a = a.requires_grad(), need_b = b.requires_grad();
@@ -113,7 +117,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
                 });
 }
 
-Tensor div(const Tensor& a, const Tensor& b) {
+Tensor div(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("div");
   Operands o = prepare("div", a, b, true);
   if (!is_floating(o.dtype)) {  // true division, as Python's / and torch.div
@@ -132,7 +137,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
                 });
 }
 
-Tensor pow(const Tensor& a, const Tensor& b) {
+Tensor pow(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("pow");
   Operands o = prepare("pow", a, b, true);
   if (!is_floating(o.dtype)) {
@@ -152,7 +158,8 @@ Tensor pow(const Tensor& a, const Tensor& b) {
       });
 }
 
-Tensor maximum(const Tensor& a, const Tensor& b) {
+Tensor maximum(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("maximum");
   Operands o = prepare("maximum", a, b, true);
   return record("maximum", apply(BinaryOp::Maximum, o), {a, b},
@@ -162,7 +169,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
                 });
 }
 
-Tensor minimum(const Tensor& a, const Tensor& b) {
+Tensor minimum(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("minimum");
   Operands o = prepare("minimum", a, b, true);
   return record("minimum", apply(BinaryOp::Minimum, o), {a, b},
@@ -172,35 +180,43 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
                 });
 }
 
-Tensor eq(const Tensor& a, const Tensor& b) {
+Tensor eq(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("eq");
   return compare(BinaryOp::Eq, a, b);
 }
-Tensor ne(const Tensor& a, const Tensor& b) {
+Tensor ne(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("ne");
   return compare(BinaryOp::Ne, a, b);
 }
-Tensor lt(const Tensor& a, const Tensor& b) {
+Tensor lt(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("lt");
   return compare(BinaryOp::Lt, a, b);
 }
-Tensor le(const Tensor& a, const Tensor& b) {
+Tensor le(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("le");
   return compare(BinaryOp::Le, a, b);
 }
-Tensor gt(const Tensor& a, const Tensor& b) {
+Tensor gt(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("gt");
   return compare(BinaryOp::Gt, a, b);
 }
-Tensor ge(const Tensor& a, const Tensor& b) {
+Tensor ge(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("ge");
   return compare(BinaryOp::Ge, a, b);
 }
-Tensor logical_and(const Tensor& a, const Tensor& b) {
+Tensor logical_and(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("logical_and");
   return compare(BinaryOp::LogicalAnd, a, b);
 }
-Tensor logical_or(const Tensor& a, const Tensor& b) {
+Tensor logical_or(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("logical_or");
   return compare(BinaryOp::LogicalOr, a, b);
 }

@@ -115,7 +115,8 @@ Tensor cross_entropy_by_kernel(const Tensor& logits, const Tensor& target, int64
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
-                     double label_smoothing, std::string_view reduction) {
+                     double label_smoothing, std::string_view reduction, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("cross_entropy");
   const Reduction mode = parse_reduction(reduction);
   SG_CHECK(logits.is_floating_point(), "cross_entropy: logits must be float32 or float64, got {}",

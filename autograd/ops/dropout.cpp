@@ -12,7 +12,8 @@
 
 namespace sg {
 
-Tensor dropout(const Tensor& x, double p, bool training) {
+Tensor dropout(const Tensor& x, double p, bool training, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("dropout");
   SG_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got {}", p);
   SG_CHECK(x.is_floating_point(), "dropout: expected a floating point tensor, got {}", x.dtype());

@@ -20,7 +20,8 @@ void check_index_dtype(std::string_view op, const Tensor& index) {
 // y = the slices x[.., index[k], ..] along dim, stacked in index order:
 //   x [5, 3], dim 0, index [4, 0, 4]  ->  y [3, 3] = rows 4, 0 and 4 of x.
 // Backward: dx = zeros, then g's slice k is added into row index[k] (index_add).
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("index_select");
   check_index_dtype("index_select", index);
   SG_CHECK(index.dim() <= 1, "index_select: index must be 1-D, got shape {}", index.shape());
@@ -56,7 +57,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 // y has index's shape; along dim the index says which element to take, elsewhere the position is
 // kept. For dim 1: y[i][j] = x[i][index[i][j]]. Backward: dx = zeros, g scattered back to the
 // positions it was taken from (scatter_add).
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("gather");
   check_index_dtype("gather", index);
   detail::check_same_device("gather", {x, index});
@@ -99,7 +101,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 // host wait for the GPU at every step; there the lookup kernel checks each id instead and records
 // a bad one under the op's name ("embedding: token id 57 is out of range for 10 embeddings"),
 // which the CUDA backend throws at its next call. cross_entropy and one_hot do the same.
-Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx) {
+Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t> padding_idx,
+                 CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("embedding");
   SG_CHECK(weight.dim() == 2,
            "embedding: weight must be 2-D [num_embeddings, embedding_dim], got shape {}",
@@ -155,7 +159,8 @@ Tensor embedding(const Tensor& weight, const Tensor& ids, std::optional<int64_t>
 // ---- one_hot ----
 // index [...] -> int64 [..., C] with a 1 at each index's class: compare index with arange(C).
 // num_classes -1 means max(index) + 1, as in PyTorch (which has to read the maximum, on a GPU too).
-Tensor one_hot(const Tensor& index, int64_t num_classes) {
+Tensor one_hot(const Tensor& index, int64_t num_classes, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("one_hot");
   SG_CHECK(index.dtype() == kInt64, "one_hot: index must be an int64 tensor, got {}",
            index.dtype());

@@ -132,7 +132,8 @@ Tensor& Tensor::normal_(double mean, double std) {
 // kernel makes one pass over the four tensors; others run the same arithmetic as ops.
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                   const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                  double weight_decay, bool decoupled_weight_decay, int64_t step) {
+                  double weight_decay, bool decoupled_weight_decay, int64_t step, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("adam_update_");
   Tensor p = param;
   check_inplace("adam_update_", p, grad);

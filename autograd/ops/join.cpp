@@ -13,7 +13,8 @@ namespace sg {
 
 // ---- cat ----
 // Backward: dx_i = g.narrow(dim, offset_i, size_i).
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("cat");
   SG_CHECK(!tensors.empty(), "cat: expected a non-empty list of tensors");
   const Tensor& first = tensors[0];
@@ -59,7 +60,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 // ---- stack ----
 // A new dim of size len(tensors) at `dim`: cat of the inputs, each unsqueezed there. Composed,
 // so the gradient (g's slice i, squeezed) comes from cat and unsqueeze.
-Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("stack");
   SG_CHECK(!tensors.empty(), "stack: expected a non-empty list of tensors");
   for (size_t i = 1; i < tensors.size(); ++i) {
@@ -76,7 +78,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 
 // ---- split / chunk ----
 // Pieces of split_size along dim (the last one may be smaller), as narrow() views.
-std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("split");
   SG_CHECK(x.dim() > 0, "split: expected a tensor with at least 1 dim, got a 0-d tensor");
   const int64_t d = normalize_dim("split", dim, x.dim());
@@ -93,7 +96,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
 
 // PyTorch semantics: pieces of ceil(size / chunks), so there may be fewer than `chunks` pieces
 // (6 split into 4 chunks gives 2, 2, 2).
-std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("chunk");
   SG_CHECK(chunks > 0, "chunk: chunks must be positive, got {}", chunks);
   SG_CHECK(x.dim() > 0, "chunk: expected a tensor with at least 1 dim, got a 0-d tensor");

@@ -35,13 +35,15 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 }  // namespace
 
-Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias, CallSite site) {
+  const CallSiteScope call_site(site);
   // x Wᵀ: the transposed weight is a view, and BLAS reads it without a copy.
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
 }
 
-Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("fused_linear");
   check_linear(x, weight, bias);
   if (!bias.defined()) return linear_composed(x, weight, bias);  // one product: nothing to fuse

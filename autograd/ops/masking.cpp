@@ -14,7 +14,8 @@ namespace sg {
 // y = condition ? a : b, all three broadcast together; a and b promote to a common dtype.
 // Backward: each output element came from exactly one of a and b, so g goes there and the other
 // gets 0: da = where(c, g, 0), db = where(c, 0, g) (the engine sums them to a's and b's shapes).
-Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("where");
   SG_CHECK(condition.dtype() == kBool, "where: condition must be a bool tensor, got {}",
            condition.dtype());
@@ -42,7 +43,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 // ---- masked_fill ----
 // y = value where mask is true, else x. The mask broadcasts to x (never the other way: the
 // output keeps x's shape). It is where(mask, value, x), so dx = g ⊙ !mask comes from `where`.
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("masked_fill");
   SG_CHECK(mask.dtype() == kBool, "masked_fill: mask must be a bool tensor, got {}", mask.dtype());
   SG_CHECK(broadcast_shapes("masked_fill", mask.shape(), x.shape()) == x.shape(),
@@ -72,11 +74,13 @@ Tensor triangle(std::string_view op, const Tensor& x, int64_t diagonal, bool low
 }
 }  // namespace
 
-Tensor tril(const Tensor& x, int64_t diagonal) {
+Tensor tril(const Tensor& x, int64_t diagonal, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("tril");
   return triangle("tril", x, diagonal, true);
 }
-Tensor triu(const Tensor& x, int64_t diagonal) {
+Tensor triu(const Tensor& x, int64_t diagonal, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("triu");
   return triangle("triu", x, diagonal, false);
 }

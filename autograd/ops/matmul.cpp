@@ -153,7 +153,8 @@ Tensor recorded_matrix_result(Tensor y, int64_t a_dim, int64_t b_dim) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("matmul");
   check_operands(a, b);
   const Tensor a_matrix = as_left_matrix(a);   // [.., M, K]
@@ -164,7 +165,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.dim() > 1) out_shape.push_back(b_matrix.size(-1));  // N, unless b is a vector
   Tensor out = empty(out_shape, a.options());
   gemm_into(a_matrix, b_matrix, batch, as_matrix_result(out, a.dim(), b.dim()));
-  if (!needs_graph({a, b})) return out;  // inference: save nothing, make no node
+  if (!needs_graph({a, b})) {  // inference: save nothing, make no node (record only checks it)
+    return record("matmul", out, {a, b}, [](const Tensor&) { return Grads{}; });
+  }
 
   // C = A·B with C [.., M, N]: dA = dC·Bᵀ [.., M, K] and dB = Aᵀ·dC [.., K, N], computed by matmul
   // itself on transposed views. dA needs only B and dB only A, so each is saved only if needed.

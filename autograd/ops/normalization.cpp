@@ -29,7 +29,8 @@ void check_layer_norm(const Tensor& x, const Shape& normalized_shape) {
 }  // namespace
 
 Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                           const Tensor& bias, double eps) {
+                           const Tensor& bias, double eps, CallSite site) {
+  const CallSiteScope call_site(site);
   check_layer_norm(x, normalized_shape);
   std::vector<int64_t> dims;
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -46,7 +47,8 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
 }
 
 Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
-                        const Tensor& bias, double eps) {
+                        const Tensor& bias, double eps, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("fused_layer_norm");
   check_layer_norm(x, normalized_shape);
   for (const Tensor* p : {&weight, &bias}) {

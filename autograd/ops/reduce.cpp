@@ -103,7 +103,8 @@ void check_not_empty(std::string_view op, const Tensor& x, const std::vector<int
 // ---- sum ----
 // y = Σ x over dims. Backward: each x element contributed once to its output element, so
 // dx = g broadcast back over the reduced dims.
-Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
+Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("sum");
   // A 0-d tensor is its own sum; treat it as [1] so the kernel always has a dim to walk.
   if (x.dim() == 0) {
@@ -124,7 +125,8 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim) {
 
 // ---- mean ----
 // y = Σ x / n: composed from sum and a division, so its gradient g / n needs no code here.
-Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
+Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("mean");
   SG_CHECK(x.is_floating_point(), "mean: expected a floating point tensor, got {}", x.dtype());
   std::vector<int64_t> reduced = reduced_dims_of("mean", dims.vec(), x.dim());
@@ -136,7 +138,8 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim) {
 // var = Σ (x - mean)² / (n - correction). Composed from mean, sub, mul and sum, so autograd
 // derives dx = 2 g (x - mean) / (n - correction) by itself (the mean's own gradient term sums to
 // zero). Two passes over the data, as in the textbook formula; no catastrophic cancellation.
-Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim) {
+Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("var");
   SG_CHECK(x.is_floating_point(), "var: expected a floating point tensor, got {}", x.dtype());
   std::vector<int64_t> reduced = reduced_dims_of("var", dims.vec(), x.dim());
@@ -174,11 +177,13 @@ Tensor extreme(std::string_view op, ReduceOp kind, const Tensor& x,
 }
 }  // namespace
 
-Tensor amax(const Tensor& x, const Dims& dims, bool keepdim) {
+Tensor amax(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("amax");
   return extreme("amax", ReduceOp::Max, x, dims.vec(), keepdim);
 }
-Tensor amin(const Tensor& x, const Dims& dims, bool keepdim) {
+Tensor amin(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("amin");
   return extreme("amin", ReduceOp::Min, x, dims.vec(), keepdim);
 }
@@ -223,22 +228,26 @@ std::pair<Tensor, Tensor> extreme_along(std::string_view op, ReduceOp kind, cons
 }
 }  // namespace
 
-std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("max");
   return extreme_along("max", ReduceOp::Max, x, dim, keepdim);
 }
-std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
+std::pair<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("min");
   return extreme_along("min", ReduceOp::Min, x, dim, keepdim);
 }
 
 // ---- argmax / argmin: the indices alone, int64, never differentiable ----
-Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("argmax");
   NoGradGuard no_grad;  // the values are thrown away: record nothing for them
   return extreme_along("argmax", ReduceOp::Max, x, dim, keepdim).second;
 }
-Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("argmin");
   NoGradGuard no_grad;
   return extreme_along("argmin", ReduceOp::Min, x, dim, keepdim).second;
@@ -249,7 +258,8 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim) {
 // over the leading dims broadcasting added, and over the dims where `shape` has size 1.
 //   sum_to(g [4, 2, 3], {2, 1})  ->  sum over dims 0 and 2  ->  [2, 1]
 // Composed from sum and view, so its own gradient (g expanded back to x's shape) comes for free.
-Tensor sum_to(const Tensor& x, const Shape& shape) {
+Tensor sum_to(const Tensor& x, const Shape& shape, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("sum_to");
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
   SG_CHECK(lead >= 0, "sum_to: cannot sum shape {} to the larger shape {}", x.shape(), shape);

@@ -54,7 +54,8 @@ Tensor softmax_along(std::string_view op, const Tensor& x, int64_t dim, bool log
 // (backends without the fused kernel run exactly those three steps).
 // Backward: masked entries have y = 0, so softmax's dx = y ⊙ (g - Σ g⊙y) is already 0 there; no
 // separate masking pass is needed.
-Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim) {
+Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("masked_softmax");
   SG_CHECK(x.is_floating_point(), "masked_softmax: expected a floating point tensor, got {}",
            x.dtype());
@@ -88,12 +89,14 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim) {
                 });
 }
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+Tensor softmax(const Tensor& x, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("softmax");
   return softmax_along("softmax", x, dim, false);
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+Tensor log_softmax(const Tensor& x, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("log_softmax");
   return softmax_along("log_softmax", x, dim, true);
 }

@@ -48,13 +48,15 @@ Tensor gelu_slope(const Tensor& x, bool use_tanh) {
 
 }  // namespace
 
-Tensor neg(const Tensor& x) {
+Tensor neg(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("neg");
   check_not_bool("neg", x);
   return record("neg", apply(UnaryOp::Neg, x), {x}, [](const Tensor& g) { return Grads{-g}; });
 }
 
-Tensor exp(const Tensor& x) {
+Tensor exp(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("exp");
   Tensor xf = as_floating(x);
   Tensor y = apply(UnaryOp::Exp, xf);
@@ -63,14 +65,16 @@ Tensor exp(const Tensor& x) {
                 [sy = SavedTensor::output(y)](const Tensor& g) { return Grads{g * sy.get()}; });
 }
 
-Tensor log(const Tensor& x) {
+Tensor log(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("log");
   Tensor xf = as_floating(x);
   return record("log", apply(UnaryOp::Log, xf), {x},
                 [sx = SavedTensor(xf)](const Tensor& g) { return Grads{g / sx.get()}; });
 }
 
-Tensor sqrt(const Tensor& x) {
+Tensor sqrt(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("sqrt");
   Tensor y = apply(UnaryOp::Sqrt, as_floating(x));
   // d/dx √x = 1 / (2√x)
@@ -79,7 +83,8 @@ Tensor sqrt(const Tensor& x) {
   });
 }
 
-Tensor rsqrt(const Tensor& x) {
+Tensor rsqrt(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("rsqrt");
   Tensor y = apply(UnaryOp::Rsqrt, as_floating(x));
   // d/dx x^(-1/2) = -1/2 x^(-3/2) = -y³/2
@@ -89,7 +94,8 @@ Tensor rsqrt(const Tensor& x) {
   });
 }
 
-Tensor abs(const Tensor& x) {
+Tensor abs(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("abs");
   check_not_bool("abs", x);
   return record("abs", apply(UnaryOp::Abs, x), {x}, [sx = SavedTensor(x)](const Tensor& g) {
@@ -97,13 +103,15 @@ Tensor abs(const Tensor& x) {
   });
 }
 
-Tensor sign(const Tensor& x) {
+Tensor sign(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("sign");
   check_not_bool("sign", x);
   return apply(UnaryOp::Sign, x);  // piecewise constant: no gradient, so nothing is recorded
 }
 
-Tensor tanh(const Tensor& x) {
+Tensor tanh(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("tanh");
   Tensor y = apply(UnaryOp::Tanh, as_floating(x));
   return record("tanh", y, {x}, [sy = SavedTensor::output(y)](const Tensor& g) {
@@ -112,7 +120,8 @@ Tensor tanh(const Tensor& x) {
   });
 }
 
-Tensor sigmoid(const Tensor& x) {
+Tensor sigmoid(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("sigmoid");
   Tensor y = apply(UnaryOp::Sigmoid, as_floating(x));
   return record("sigmoid", y, {x}, [sy = SavedTensor::output(y)](const Tensor& g) {
@@ -121,7 +130,8 @@ Tensor sigmoid(const Tensor& x) {
   });
 }
 
-Tensor relu(const Tensor& x) {
+Tensor relu(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("relu");
   check_not_bool("relu", x);
   Tensor y = apply(UnaryOp::Relu, x);
@@ -138,7 +148,8 @@ Tensor relu(const Tensor& x) {
   });
 }
 
-Tensor gelu(const Tensor& x, std::string_view approximate) {
+Tensor gelu(const Tensor& x, std::string_view approximate, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("gelu");
   SG_CHECK(approximate == "none" || approximate == "tanh",
            "gelu: approximate must be \"none\" or \"tanh\", got \"{}\"", approximate);
@@ -151,7 +162,8 @@ Tensor gelu(const Tensor& x, std::string_view approximate) {
                 });
 }
 
-Tensor pow(const Tensor& x, double exponent) {
+Tensor pow(const Tensor& x, double exponent, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("pow");
   Tensor xf = as_floating(x);
   Tensor y = apply(UnaryOp::Pow, xf, exponent);
@@ -162,14 +174,16 @@ Tensor pow(const Tensor& x, double exponent) {
   });
 }
 
-Tensor square(const Tensor& x) {
+Tensor square(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("square");
   check_not_bool("square", x);
   return record("square", apply(UnaryOp::Square, x), {x},
                 [sx = SavedTensor(x)](const Tensor& g) { return Grads{g * sx.get() * 2.0}; });
 }
 
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("clamp");
   SG_CHECK(min.has_value() || max.has_value(), "clamp: at least one of min and max must be given");
   check_not_bool("clamp", x);
@@ -183,7 +197,8 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   });
 }
 
-Tensor logical_not(const Tensor& x) {
+Tensor logical_not(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("logical_not");
   Tensor out = empty(x.shape(), TensorOptions(kBool).device(x.device()));
   backend_for(x.device()).unary(UnaryOp::LogicalNot, x, out, 0.0, 0.0);

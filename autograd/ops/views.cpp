@@ -119,7 +119,8 @@ Tensor scatter_into_zeros(const Tensor& g, const Shape& input_shape, MakeView ma
 
 }  // namespace
 
-Tensor view(const Tensor& x, const Shape& shape) {
+Tensor view(const Tensor& x, const Shape& shape, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("view");
   Shape target = infer_size("view", shape, x.numel());
   std::optional<Strides> strides = view_strides(x.shape(), x.strides(), target);
@@ -133,14 +134,16 @@ Tensor view(const Tensor& x, const Shape& shape) {
                 [in_shape](const Tensor& g) { return Grads{g.reshape(in_shape)}; });
 }
 
-Tensor reshape(const Tensor& x, const Shape& shape) {
+Tensor reshape(const Tensor& x, const Shape& shape, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("reshape");
   Shape target = infer_size("reshape", shape, x.numel());
   if (view_strides(x.shape(), x.strides(), target)) return view(x, target);
   return view(contiguous(x), target);
 }
 
-Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("transpose");
   int64_t d0 = normalize_dim("transpose", dim0, x.dim());
   int64_t d1 = normalize_dim("transpose", dim1, x.dim());
@@ -154,7 +157,8 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
                 [d0, d1](const Tensor& g) { return Grads{g.transpose(d0, d1)}; });
 }
 
-Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("permute");
   SG_CHECK(static_cast<int64_t>(dims.size()) == x.dim(),
            "permute: got {} dims {} for a tensor of shape {}", dims.size(), dims, x.shape());
@@ -178,7 +182,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
                 [inverse](const Tensor& g) { return Grads{g.permute(inverse)}; });
 }
 
-Tensor unsqueeze(const Tensor& x, int64_t dim) {
+Tensor unsqueeze(const Tensor& x, int64_t dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("unsqueeze");
   int64_t d = normalize_dim("unsqueeze", dim, x.dim() + 1);
   Shape shape = x.shape();
@@ -192,7 +197,8 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
                 [in_shape](const Tensor& g) { return Grads{g.reshape(in_shape)}; });
 }
 
-Tensor squeeze(const Tensor& x, std::optional<int64_t> dim) {
+Tensor squeeze(const Tensor& x, std::optional<int64_t> dim, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("squeeze");
   Shape shape;
   Strides strides;
@@ -210,7 +216,8 @@ Tensor squeeze(const Tensor& x, std::optional<int64_t> dim) {
                 [in_shape](const Tensor& g) { return Grads{g.reshape(in_shape)}; });
 }
 
-Tensor expand(const Tensor& x, const Shape& shape) {
+Tensor expand(const Tensor& x, const Shape& shape, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("expand");
   SG_CHECK(static_cast<int64_t>(shape.size()) >= x.dim(),
            "expand: the target shape {} has fewer dims than the tensor's shape {}", shape,
@@ -231,7 +238,9 @@ Tensor expand(const Tensor& x, const Shape& shape) {
                 [in_shape](const Tensor& g) { return Grads{sum_to(g, in_shape)}; });
 }
 
-Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step,
+             CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("slice");
   SG_CHECK(x.dim() > 0, "slice: cannot slice a 0-d tensor");
   int64_t d = normalize_dim("slice", dim, x.dim());
@@ -256,7 +265,8 @@ Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t s
   });
 }
 
-Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("narrow");
   SG_CHECK(x.dim() > 0, "narrow: cannot narrow a 0-d tensor");
   int64_t d = normalize_dim("narrow", dim, x.dim());
@@ -270,7 +280,8 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   return slice(x, d, start, start + length, 1);
 }
 
-Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+Tensor select(const Tensor& x, int64_t dim, int64_t index, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("select");
   SG_CHECK(x.dim() > 0, "select: cannot select from a 0-d tensor");
   int64_t d = normalize_dim("select", dim, x.dim());
@@ -291,7 +302,8 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   });
 }
 
-Tensor contiguous(const Tensor& x) {
+Tensor contiguous(const Tensor& x, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("contiguous");
   if (x.is_contiguous()) return x;
   Tensor out = empty(x.shape(), x.options());
@@ -299,7 +311,8 @@ Tensor contiguous(const Tensor& x) {
   return record("contiguous", out, {x}, [](const Tensor& g) { return Grads{g}; });
 }
 
-Tensor to_dtype(const Tensor& x, DType dtype) {
+Tensor to_dtype(const Tensor& x, DType dtype, CallSite site) {
+  const CallSiteScope call_site(site);
   SG_PROFILE_OP("to_dtype");
   if (x.dtype() == dtype) return x;
   Tensor out = detail::convert(x, dtype);

@@ -21,10 +21,23 @@ std::vector<int64_t> argmax_last(const Tensor& logits) {
   return ids;
 }
 
+// Appends each row's log-softmax over the last position's logits [B, T, V] to `log_probs`.
+void append_log_probs(const Tensor& logits, StepLogProbs* log_probs) {
+  if (log_probs == nullptr) return;
+  Tensor last = logits.select(1, logits.size(1) - 1).log_softmax(-1);
+  const int64_t B = last.size(0), V = last.size(1);
+  const std::vector<double> values = last.to_vector<double>();
+  log_probs->resize(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    (*log_probs)[b].emplace_back(values.begin() + b * V, values.begin() + (b + 1) * V);
+  }
+}
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, const Tensor& src,
-                                                int64_t out_len, bool use_cache) {
+                                                int64_t out_len, bool use_cache,
+                                                StepLogProbs* log_probs) {
   sg::NoGradGuard no_grad;
   const int64_t B = src.size(0);
   Tensor src_mask = model.source_mask(src);
@@ -36,6 +49,7 @@ std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, cons
     std::vector<int64_t> last(static_cast<size_t>(B), kStart);
     for (int64_t t = 1; t < out_len; ++t) {
       Tensor logits = model.decode_step(sg::from_vector(last, {B, 1}).to(src.device()), cache);
+      append_log_probs(logits, log_probs);
       last = argmax_last(logits);
       for (int64_t b = 0; b < B; ++b) out[b].push_back(last[b]);
     }
@@ -47,6 +61,7 @@ std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, cons
     for (const auto& row : out) prefix.insert(prefix.end(), row.begin(), row.end());
     Tensor tgt = sg::from_vector(prefix, {B, t}).to(src.device());
     Tensor logits = model.decode(tgt, memory, src_mask, model.target_mask(tgt));
+    append_log_probs(logits, log_probs);
     std::vector<int64_t> next = argmax_last(logits);
     for (int64_t b = 0; b < B; ++b) out[b].push_back(next[b]);
   }

@@ -12,9 +12,15 @@
 
 namespace copy_task {
 
-// src [B, L] int64. Returns B sequences of out_len tokens each, the start symbol first.
+// Per sequence, per step, the log-probability of every vocabulary entry: [B][out_len - 1][V].
+using StepLogProbs = std::vector<std::vector<std::vector<double>>>;
+
+// src [B, L] int64. Returns B sequences of out_len tokens each, the start symbol first. With
+// log_probs, also each step's log-softmax of the last position's logits (decode --print-logits),
+// so that a decode can be compared number by number with another implementation's.
 std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, const sg::Tensor& src,
-                                                int64_t out_len, bool use_cache = true);
+                                                int64_t out_len, bool use_cache = true,
+                                                StepLogProbs* log_probs = nullptr);
 
 // Beam search for one source sequence [1, L]: the most probable sequence of out_len tokens under
 // the model (sum of log-probabilities), keeping beam_size hypotheses per step.

@@ -3,9 +3,12 @@
 //
 //   copy_task train                          # the tiny preset: 100% exact match in < 1000 steps
 //   copy_task train --preset annotated --steps 400 --out runs/big
+//   copy_task train --detect-anomaly         # the first NaN/Inf names its op and line
 //   copy_task eval --checkpoint runs/copy/model.safetensors
 //   copy_task decode --checkpoint runs/copy/model.safetensors "1 5 3 9 2 7 4 4 8 6"
 //   mpirun -np 2 copy_task train --distributed  # data-parallel over 2 processes (README)
+//   copy_task decode --print-logits ...      # and each step's log-probabilities
+//   copy_task compare torch.safetensors ours.safetensors   # the first entry that differs
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -15,8 +18,10 @@
 #include <sstream>
 
 #include "attention_plots.h"
+#include "autograd/anomaly.h"
 #include "decoding.h"
 #include "distributed_training.h"
+#include "nn/capture_compare.h"
 #include "plots.h"
 #include "trainer.h"
 
@@ -182,8 +187,22 @@ std::vector<int64_t> parse_sequence(const std::string& text, const Config& c) {
   return tokens;
 }
 
+// "  step 1: 5  log p = -0.0012  log-probs: -9.1 -0.0012 ..." (padding, id 0, first).
+void print_step_log_probs(const std::vector<int64_t>& out,
+                          const std::vector<std::vector<double>>& lp) {
+  for (size_t t = 0; t + 1 < out.size() && t < lp.size(); ++t) {
+    const int64_t token = out[t + 1];
+    fmt::print("  step {}: {}  log p = {:.6g}  log-probs: {:.6g}\n", t + 1, token, lp[t][token],
+               fmt::join(lp[t], " "));
+  }
+}
+
 int run_decode(const std::string& checkpoint, std::vector<std::string> sequences, bool no_cache,
-               int64_t beam) {
+               int64_t beam, bool print_logits) {
+  SG_CHECK(!(print_logits && beam > 1),
+           "decode: --print-logits prints greedy decoding's steps; it does not combine with "
+           "--beam {}",
+           beam);
   LoadedModel loaded = load_checkpoint(checkpoint);
   const Config& c = loaded.config;
   if (sequences.empty()) {
@@ -199,10 +218,13 @@ int run_decode(const std::string& checkpoint, std::vector<std::string> sequences
     std::vector<int64_t> padded = tokens;
     padded.resize(static_cast<size_t>(c.length), kPad);
     sg::Tensor src = sg::from_vector(padded, {1, c.length});
+    StepLogProbs log_probs;
     std::vector<int64_t> out = beam > 1 ? beam_search(*loaded.model, src, n, beam)
-                                        : greedy_decode(*loaded.model, src, n, !no_cache)[0];
+                                        : greedy_decode(*loaded.model, src, n, !no_cache,
+                                                        print_logits ? &log_probs : nullptr)[0];
     out.resize(static_cast<size_t>(n));
     fmt::print("{}  ->  {}\n", join(tokens), join(out));
+    if (print_logits) print_step_log_probs(out, log_probs[0]);
   }
   return 0;
 }
@@ -248,6 +270,20 @@ int main(int argc, char** argv) {
                       "batch; rank 0 prints and writes)");
   train_cmd->add_option("--bucket-mb", options.bucket_mb,
                         "with --distributed: MiB of gradients per all-reduce bucket (default 25)");
+  bool detect_anomaly = false;
+  train_cmd->add_flag("--detect-anomaly", detect_anomaly,
+                      "stop at the first op or gradient that is NaN or Inf, naming it and the line "
+                      "that called it (slower; also SCRATCHGRAD_DETECT_ANOMALY=1)");
+
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "compare two captures (safetensors files of the same names) in execution order");
+  std::string reference, candidate;
+  double atol = 1e-5, rtol = 1e-4;
+  compare_cmd->add_option("reference", reference, "the reference capture (e.g. PyTorch's)")
+      ->required();
+  compare_cmd->add_option("candidate", candidate, "the capture to check against it")->required();
+  compare_cmd->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
+  compare_cmd->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
 
   CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
   std::string checkpoint;
@@ -271,6 +307,10 @@ int main(int argc, char** argv) {
   decode_cmd->add_option("sequences", sequences,
                          "token ids, e.g. \"1 4 2 9\" (start symbol optional)");
   decode_cmd->add_flag("--no-cache", no_cache, "recompute the whole prefix at every step");
+  bool print_logits = false;
+  decode_cmd->add_flag("--print-logits,--scores", print_logits,
+                       "after each sequence, every step's chosen token, its log-probability and "
+                       "the log-probabilities of the whole vocabulary");
   decode_cmd->add_option("--beam", beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
   add_kernels_option(decode_cmd);
 
@@ -284,6 +324,7 @@ int main(int argc, char** argv) {
     sg::set_cpu_kernels(kernels.empty() ? sg::cpu_kernels() : sg::parse_cpu_kernels(kernels));
     if (*train_cmd) {
       sg::set_blas_threads(threads);
+      if (detect_anomaly) sg::set_detect_anomaly(true);
       Config config = Config::preset_named(preset);
       overrides.apply(config);
       config.validate();
@@ -291,7 +332,14 @@ int main(int argc, char** argv) {
       return run_train(config, options);
     }
     if (*eval_cmd) return run_eval(checkpoint, samples, eval_seed, eval_metrics);
-    if (*decode_cmd) return run_decode(checkpoint, sequences, no_cache, beam);
+    if (*compare_cmd) {
+      // Exit status 1 when they diverge, so that scripts can test it.
+      const sg::nn::CaptureComparison report = sg::nn::compare_captures(
+          sg::nn::load_safetensors(reference), sg::nn::load_safetensors(candidate), atol, rtol);
+      fmt::print("{}", report.str());
+      return report.first_divergent ? 1 : 0;
+    }
+    if (*decode_cmd) return run_decode(checkpoint, sequences, no_cache, beam, print_logits);
   } catch (const std::exception& e) {
     if (*train_cmd && options.distributed && distributed_world_size() > 1) {
       // The other ranks would wait for this one in their next collective: end the whole job.

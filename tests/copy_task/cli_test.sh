@@ -65,6 +65,21 @@ expect_error "token 0 is outside the vocabulary" decode --checkpoint "$ckpt" "1 
 expect_error "'x' is not a token id" decode --checkpoint "$ckpt" "1 x 3"
 expect_error "longer than the model's length 10" decode --checkpoint "$ckpt" "1 2 3 4 5 6 7 8 9 10 2"
 expect_ok "->" decode --checkpoint "$ckpt" "1 5 3 9"
+expect_error "anomaly: '" train --detect-anomaly --lr-factor 1e30 --warmup 1 --steps 3 --batch 8 \
+  --eval-every 2 --out "$dir/blowup"
+expect_ok "no divergence beyond atol 1e-05" compare "$ckpt" "$ckpt"
+"$bin" train --steps 2 --batch 4 --eval-every 1 --seed 99 --quiet --out "$dir/other" >/dev/null 2>&1
+# Two differently seeded models diverge: exit status 1, the verdict on standard output.
+if "$bin" compare "$ckpt" "$dir/other/model.safetensors" >"$dir/out" 2>&1; then
+  echo "FAIL: compare of two different models exited 0"; failures=$((failures + 1))
+elif ! grep -qF "first divergence beyond atol" "$dir/out"; then
+  echo "FAIL: compare output lacks the verdict:"; cat "$dir/out"; failures=$((failures + 1))
+else
+  passes=$((passes + 1))
+fi
+expect_error "cannot open $dir/missing.safetensors" compare "$ckpt" "$dir/missing.safetensors"
+expect_ok "step 3: " decode --checkpoint "$ckpt" --print-logits "1 5 3 9"
+expect_error "does not combine with --beam 2" decode --checkpoint "$ckpt" --print-logits --beam 2 "1 5"
 expect_ok "->" decode --checkpoint "$ckpt" --beam 3 "5 3 9"
 expect_ok "exact match" eval --checkpoint "$ckpt" --samples 10
 # Issue 19 (hardening). An existing run is refused unless --resume or --overwrite.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/anomaly.h"
 #include "config.h"
 #include "decoding.h"
 #include "plots.h"
@@ -420,6 +422,61 @@ TEST(CopyTaskCheckpoint, AFailedWriteSaysWhyAndLeavesNoTemporaryFile) {
   EXPECT_NE(what.find("File too large"), std::string::npos) << what;
   EXPECT_TRUE(fs::is_empty(dir)) << "a temporary file was left behind";
   fs::remove_all(dir);
+}
+
+TEST(CopyTaskAnomaly, ABlownUpLearningRateIsCaughtAtTheFirstNonFiniteOp) {
+  // lr 1e30: the first Adam step moves every weight by about 1e30; the next forward overflows.
+  Config c = quick_config();
+  c.lr_factor = 1e30;
+  c.warmup = 1;
+  c.steps = 3;
+  TrainOptions plain = quick_options("lr_plain");
+  // Without anomaly mode the trainer notices only the loss, after the step.
+  EXPECT_SG_ERROR(train(c, plain), "the training loss is");
+  TrainOptions o = quick_options("lr_anomaly");
+  std::string message;
+  {
+    sg::DetectAnomalyGuard anomaly;
+    try {
+      train(c, o);
+    } catch (const sg::Error& e) {
+      message = e.what();
+    }
+  }
+  // A forward op of step 2, in the model's code (a module's line), with its inputs.
+  EXPECT_NE(message.find("anomaly: '"), std::string::npos) << message;
+  EXPECT_NE(message.find("produced"), std::string::npos) << message;
+  EXPECT_NE(message.find("nn/", message.find("called at ")), std::string::npos) << message;
+  fs::remove_all(plain.out_dir);
+  fs::remove_all(o.out_dir);
+}
+
+TEST(CopyTaskDecoding, StepLogProbsExplainTheTokens) {
+  // decode --print-logits: each step's log-probabilities sum (as probabilities) to 1, the chosen
+  // token is the most probable non-padding one, and the cached decode gives the same numbers.
+  Config c = Config::preset_named("tiny");
+  sg::manual_seed(5);
+  sg::nn::Transformer model(c.model_options());
+  model.eval();
+  TaskGenerator gen(Task::Copy, c.vocab, c.length, c.length, 11);
+  Batch b = gen.next(3);
+  StepLogProbs cached, full;
+  auto tokens = greedy_decode(model, b.src, c.length, true, &cached);
+  greedy_decode(model, b.src, c.length, false, &full);
+  ASSERT_EQ(cached.size(), 3u);
+  for (size_t row = 0; row < cached.size(); ++row) {
+    ASSERT_EQ(cached[row].size(), static_cast<size_t>(c.length - 1));
+    for (size_t t = 0; t < cached[row].size(); ++t) {
+      const std::vector<double>& lp = cached[row][t];
+      ASSERT_EQ(lp.size(), static_cast<size_t>(c.vocab));
+      double total = 0;
+      for (double v : lp) total += std::exp(v);
+      EXPECT_NEAR(total, 1.0, 1e-5);
+      const auto best = std::max_element(lp.begin() + 1, lp.end()) - lp.begin();
+      EXPECT_EQ(tokens[row][t + 1], best);
+      for (size_t v = 0; v < lp.size(); ++v) EXPECT_NEAR(lp[v], full[row][t][v], 1e-4);
+    }
+  }
 }
 
 }  // namespace
