@@ -186,7 +186,7 @@ int run_decode(const std::string& checkpoint, std::vector<std::string> sequences
     std::vector<int64_t> padded = tokens;
     padded.resize(static_cast<size_t>(c.length), kPad);
     sg::Tensor src = sg::from_vector(padded, {1, c.length});
-    std::vector<int64_t> out = beam > 1 ? beam_search(*loaded.model, src, n, beam)
+    std::vector<int64_t> out = beam > 1 ? beam_search(*loaded.model, src, n, beam, !no_cache)
                                         : greedy_decode(*loaded.model, src, n, !no_cache)[0];
     out.resize(static_cast<size_t>(n));
     fmt::print("{}  ->  {}\n", join(tokens), join(out));
