@@ -83,7 +83,7 @@ std::string join(const std::vector<int64_t>& tokens) {
 }
 
 void write_metrics(const std::string& path, const nlohmann::json& j) {
-  if (!path.empty()) write_file_atomically(path, j.dump(2) + "\n");
+  if (!path.empty()) sg::examples::write_file_atomically(path, j.dump(2) + "\n");
 }
 
 int run_train(const Config& config, const TrainOptions& options) {
