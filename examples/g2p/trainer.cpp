@@ -402,7 +402,14 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     state.history.losses.push_back(loss_value);
     step_ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    if (!options.quiet) progress.update({state.step, loss_value, 0.0, optimizer->lr()});
+    if (!options.quiet) {
+      sg::NoGradGuard no_grad;  // token accuracy: argmax right, padding not counted
+      Tensor flat = logits.reshape({-1, model.phonemes.size()});
+      Tensor real = labels.ne(static_cast<double>(Vocabulary::kPad));
+      const double right = sg::logical_and(flat.argmax(-1).eq(labels), real).sum().item<double>();
+      const double accuracy = right / std::max(1.0, real.sum().item<double>());
+      progress.update({state.step, loss_value, accuracy, optimizer->lr()});
+    }
 
     if (state.step % config.eval_every == 0 || state.step == config.steps) {
       ErrorRates dev = evaluate(model, data.dev, 1, config.dev_words);
