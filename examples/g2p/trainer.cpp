@@ -185,7 +185,7 @@ sg::nn::TransformerOptions Config::model_options(int64_t letters, int64_t phonem
   o.num_encoder_layers = o.num_decoder_layers = layers;
   o.d_ff = d_ff;
   o.dropout = dropout;
-  o.max_len = 128;  // the longest dictionary entry has 34 letters
+  o.max_len = 128;  // positions: dictionary words have at most 28 letters; search stops at 64
   o.pad_idx = Vocabulary::kPad;
   return o;
 }
@@ -304,8 +304,8 @@ void write_attention_heatmap(const Model& model, const std::string& word, const 
   for (int64_t t = 0; t < T; ++t)
     map.values.emplace_back(w.begin() + t * S, w.begin() + (t + 1) * S);
   sg::examples::write_file_atomically(
-      path, sg::examples::heatmap_grid("Decoder cross-attention, last layer, mean over heads",
-                                       {map}, 1, "letters", "predicted phoneme"));
+      path, sg::examples::heatmap_grid("Cross-attention (last layer)", {map}, 1, "letters",
+                                       "predicted phoneme"));
 }
 
 TrainSummary train(const Config& config, const TrainOptions& options) {
@@ -440,8 +440,11 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   write_plots(state.history, options.out_dir);
   if (fs::exists(best_path)) {
     Model best = load_model(best_path);
-    const std::string example =
-        data.dev.empty() ? data.train.front().spelling : data.dev.front().spelling;
+    // A dev word long enough for the alignment to show: the first of 8 letters or more.
+    const std::vector<Word>& pool = data.dev.empty() ? data.train : data.dev;
+    auto longer = std::find_if(pool.begin(), pool.end(),
+                               [](const Word& w) { return w.spelling.size() >= 8; });
+    const std::string example = longer != pool.end() ? longer->spelling : pool.front().spelling;
     write_attention_heatmap(best, example, options.out_dir + "/attention.svg");
   }
   summary.steps = state.step;

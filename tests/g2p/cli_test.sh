@@ -34,7 +34,7 @@ expect_ok() {  # expect_ok "<substring of stdout>" args... (stdin from $input, i
   passes=$((passes + 1))
 }
 
-tiny=(--d-model 32 --heads 2 --layers 1 --ffn 64 --steps 40 --warmup 10 --max-tokens 400
+tiny=(--d-model 32 --heads 2 --layers 1 --ffn 64 --steps 40 --warmup 10 --lr-factor 1 --max-tokens 400
       --eval-every 20 --quiet)
 expect_error "A subcommand is required"
 expect_error "--bogus" train --bogus

@@ -24,7 +24,7 @@ g2p::Config small_config() {
   g2p::Config c;
   c.data = fixture();
   c.d_model = 32, c.heads = 2, c.layers = 1, c.d_ff = 64;
-  c.dropout = 0.1, c.label_smoothing = 0.0;
+  c.dropout = 0.1, c.label_smoothing = 0.0, c.lr_factor = 1.0;
   c.steps = 200, c.warmup = 40, c.max_tokens = 400;
   c.eval_every = 100, c.dev_words = 0, c.checkpoint_every = 0;
   return c;
