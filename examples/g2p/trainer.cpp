@@ -59,6 +59,7 @@ struct RunState {
   double best_wer = 2.0;
   int64_t best_step = 0;
   double best_per = 0;
+  int64_t train_pairs = 0;  // the loader's examples: a resume on other data is refused
   History history;
 };
 
@@ -75,6 +76,7 @@ sg::nn::Metadata metadata_for(const Model& m, const RunState& s) {
   md["best_wer"] = fmt::format("{}", s.best_wer);
   md["best_per"] = fmt::format("{}", s.best_per);
   md["best_step"] = std::to_string(s.best_step);
+  md["train_pairs"] = std::to_string(s.train_pairs);
   md["history"] = s.history.to_json().dump();
   return md;
 }
@@ -123,6 +125,7 @@ CheckpointFile read_checkpoint(const std::string& path) {
   s.best_wer = parse_number<double>(get("best_wer"), "best_wer");
   s.best_per = parse_number<double>(get("best_per"), "best_per");
   s.best_step = parse_number<int64_t>(get("best_step"), "best_step");
+  s.train_pairs = parse_number<int64_t>(get("train_pairs"), "train_pairs");
   try {
     s.history = History::from_json(Json::parse(get("history")));
   } catch (const std::exception& e) {
@@ -360,8 +363,14 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
         model.transformer->parameters(),
         sg::optim::AdamOptions{.lr = noam_lr(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
   }
-  sg::data::BucketLoader loader(training_pairs(data.train, model.letters, model.phonemes),
-                                config.max_tokens, config.seed);
+  std::vector<sg::data::SequencePair> pairs =
+      training_pairs(data.train, model.letters, model.phonemes);
+  SG_CHECK(!options.resume || state.train_pairs == static_cast<int64_t>(pairs.size()),
+           "--resume: the run was trained on {} pronunciations, {} with --train-words {} has {} "
+           "(another dictionary or --train-words?)",
+           state.train_pairs, config.data, config.train_words, pairs.size());
+  state.train_pairs = static_cast<int64_t>(pairs.size());
+  sg::data::BucketLoader loader(std::move(pairs), config.max_tokens, config.seed);
   loader.set_position(state.loader);
 
   auto save_last = [&] {

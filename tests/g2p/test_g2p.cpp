@@ -67,6 +67,10 @@ TEST(G2pTraining, ResumeIsExact) {
   for (size_t i = 0; i < whole.losses.size(); ++i)
     EXPECT_EQ(resumed.losses[i], whole.losses[i]) << "step " << i + 1;
   EXPECT_SG_ERROR(g2p::train(c, {.out_dir = dir, .quiet = true}), "--resume");
+  g2p::Config fewer = c;
+  fewer.train_words = 100;
+  EXPECT_SG_ERROR(g2p::train(fewer, {.out_dir = dir, .resume = true, .quiet = true}),
+                  "--train-words 100 has");
   fs::remove_all(dir);
   fs::remove_all(temp_dir("whole"));
 }
