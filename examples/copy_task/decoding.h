@@ -1,4 +1,5 @@
-// Greedy decoding: start from the start symbol and repeatedly append the most likely next token.
+// Decoding the copy task with the library's generation API (nn/generation.h): the task has no
+// end symbol, so every output has exactly out_len tokens, the start symbol first.
 //
 // With use_cache, each step feeds only the newest token through the decoder and reuses the keys
 // and values of earlier positions (Transformer::decode_step); without it, every step recomputes
@@ -25,6 +26,6 @@ std::vector<std::vector<int64_t>> greedy_decode(sg::nn::Transformer& model, cons
 // Beam search for one source sequence [1, L]: the most probable sequence of out_len tokens under
 // the model (sum of log-probabilities), keeping beam_size hypotheses per step.
 std::vector<int64_t> beam_search(sg::nn::Transformer& model, const sg::Tensor& src, int64_t out_len,
-                                 int64_t beam_size);
+                                 int64_t beam_size, bool use_cache = true);
 
 }  // namespace copy_task

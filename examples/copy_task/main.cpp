@@ -90,7 +90,7 @@ std::string join(const std::vector<int64_t>& tokens) {
 }
 
 void write_metrics(const std::string& path, const nlohmann::json& j) {
-  if (!path.empty()) write_file_atomically(path, j.dump(2) + "\n");
+  if (!path.empty()) sg::examples::write_file_atomically(path, j.dump(2) + "\n");
 }
 
 int run_train(const Config& config, const TrainOptions& options) {
@@ -219,7 +219,7 @@ int run_decode(const std::string& checkpoint, std::vector<std::string> sequences
     padded.resize(static_cast<size_t>(c.length), kPad);
     sg::Tensor src = sg::from_vector(padded, {1, c.length});
     StepLogProbs log_probs;
-    std::vector<int64_t> out = beam > 1 ? beam_search(*loaded.model, src, n, beam)
+    std::vector<int64_t> out = beam > 1 ? beam_search(*loaded.model, src, n, beam, !no_cache)
                                         : greedy_decode(*loaded.model, src, n, !no_cache,
                                                         print_logits ? &log_probs : nullptr)[0];
     out.resize(static_cast<size_t>(n));

@@ -25,6 +25,11 @@ namespace copy_task {
 namespace fs = std::filesystem;
 using sg::Tensor;
 using Json = nlohmann::json;
+using sg::examples::line_chart;
+using sg::examples::Progress;
+using sg::examples::Series;
+using sg::examples::StepStats;
+using sg::examples::write_file_atomically;
 
 namespace {
 

@@ -413,7 +413,7 @@ TEST(CopyTaskCheckpoint, AFailedWriteSaysWhyAndLeavesNoTemporaryFile) {
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   std::string what;
   try {
-    write_file_atomically(dir + "/metrics.json", std::string(5000, 'x'));
+    sg::examples::write_file_atomically(dir + "/metrics.json", std::string(5000, 'x'));
   } catch (const sg::Error& e) {
     what = e.what();
   }

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace copy_task {
+namespace sg::examples {
 
 Progress::Progress(int64_t first_step, int64_t total_steps, bool interactive, int64_t print_every)
     : first_step_(first_step),
@@ -54,4 +54,4 @@ void Progress::finish() {
   bar_drawn_ = false;
 }
 
-}  // namespace copy_task
+}  // namespace sg::examples

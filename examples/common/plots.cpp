@@ -8,7 +8,7 @@
 #include "autograd/error.h"
 #include "nn/atomic_file.h"
 
-namespace copy_task {
+namespace sg::examples {
 
 namespace {
 
@@ -178,4 +178,4 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   file.commit();
 }
 
-}  // namespace copy_task
+}  // namespace sg::examples

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace copy_task {
+namespace sg::examples {
 
 struct Series {
   std::string name;
@@ -32,4 +32,4 @@ std::string heatmap_grid(const std::string& title, const std::vector<Heatmap>& m
 // Writes text to path through a temporary file and a rename (never a half-written file).
 void write_file_atomically(const std::string& path, const std::string& text);
 
-}  // namespace copy_task
+}  // namespace sg::examples

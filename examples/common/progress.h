@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace copy_task {
+namespace sg::examples {
 
 struct StepStats {
   int64_t step = 0;
@@ -33,4 +33,4 @@ class Progress {
   bool bar_drawn_ = false;
 };
 
-}  // namespace copy_task
+}  // namespace sg::examples

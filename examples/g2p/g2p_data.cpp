@@ -1,0 +1,89 @@
+#include "g2p_data.h"
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+namespace g2p {
+
+using sg::data::Vocabulary;
+
+Dataset load_dataset(const std::string& dict_path) {
+  std::vector<sg::data::Pronunciation> entries = sg::data::read_cmudict(dict_path);
+  std::vector<Word> words;
+  std::unordered_map<std::string, size_t> index;
+  for (auto& e : entries) {
+    auto [it, inserted] = index.emplace(e.word, words.size());
+    if (inserted) words.push_back({e.word, {}});
+    words[it->second].pronunciations.push_back(std::move(e.phonemes));
+  }
+  Dataset d;
+  for (Word& w : words) {
+    switch (sg::data::split_of(w.spelling)) {
+      case sg::data::Split::kTrain:
+        d.train.push_back(std::move(w));
+        break;
+      case sg::data::Split::kDev:
+        d.dev.push_back(std::move(w));
+        break;
+      case sg::data::Split::kTest:
+        d.test.push_back(std::move(w));
+        break;
+    }
+  }
+  SG_CHECK(!d.train.empty(), "g2p: {} has no training words", dict_path);
+  return d;
+}
+
+Vocabulary letter_vocabulary(const std::vector<Word>& words) {
+  std::vector<std::string> letters;
+  for (const Word& w : words) {
+    auto l = sg::data::letters_of(w.spelling);
+    letters.insert(letters.end(), l.begin(), l.end());
+  }
+  return Vocabulary::build(letters);
+}
+
+Vocabulary phoneme_vocabulary(const std::vector<Word>& words) {
+  std::vector<std::string> phonemes;
+  for (const Word& w : words)
+    for (const auto& p : w.pronunciations) phonemes.insert(phonemes.end(), p.begin(), p.end());
+  return Vocabulary::build(phonemes);
+}
+
+std::vector<sg::data::SequencePair> training_pairs(const std::vector<Word>& words,
+                                                   const Vocabulary& letters,
+                                                   const Vocabulary& phonemes) {
+  std::vector<sg::data::SequencePair> pairs;
+  for (const Word& w : words) {
+    std::vector<int64_t> source = letters.encode(sg::data::letters_of(w.spelling));
+    for (const auto& p : w.pronunciations) {
+      std::vector<int64_t> target{Vocabulary::kBos};
+      for (int64_t id : phonemes.encode(p)) target.push_back(id);
+      target.push_back(Vocabulary::kEos);
+      pairs.push_back({source, std::move(target)});
+    }
+  }
+  return pairs;
+}
+
+sg::Tensor encode_words(const std::vector<std::string>& words, const Vocabulary& letters) {
+  size_t longest = 0;
+  for (const auto& w : words) longest = std::max(longest, w.size());
+  std::vector<int64_t> ids(words.size() * longest, Vocabulary::kPad);
+  for (size_t r = 0; r < words.size(); ++r) {
+    auto encoded = letters.encode(sg::data::letters_of(words[r]));
+    std::copy(encoded.begin(), encoded.end(),
+              ids.begin() + static_cast<std::ptrdiff_t>(r * longest));
+  }
+  return sg::from_vector(ids, {static_cast<int64_t>(words.size()), static_cast<int64_t>(longest)});
+}
+
+std::string normalize_word(const std::string& word) {
+  std::string out;
+  for (char c : word) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  SG_CHECK(!out.empty(), "g2p: an empty word has no pronunciation");
+  return out;
+}
+
+}  // namespace g2p

@@ -1,0 +1,42 @@
+// The G2P data: the CMU dictionary grouped by word, split by word, and turned into id sequences.
+//   source: the word's letters                     "tensor" -> t e n s o r
+//   target: <bos> its phonemes <eos>               <bos> T EH1 N S ER0 <eos>
+// A word with several pronunciations gives one training pair per pronunciation; evaluation
+// decodes each word once and accepts any of its pronunciations (sg::data::ErrorRates).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/nn.h"
+
+namespace g2p {
+
+struct Word {
+  std::string spelling;
+  std::vector<std::vector<std::string>> pronunciations;  // in the dictionary's order
+};
+
+struct Dataset {
+  std::vector<Word> train, dev, test;
+};
+
+// Reads the dictionary and splits it by word (sg::data::split_of). Words are kept in file order.
+Dataset load_dataset(const std::string& dict_path);
+
+// The letters of the training words, and the phonemes of their pronunciations.
+sg::data::Vocabulary letter_vocabulary(const std::vector<Word>& words);
+sg::data::Vocabulary phoneme_vocabulary(const std::vector<Word>& words);
+
+// One pair per pronunciation, for sg::data::BucketLoader.
+std::vector<sg::data::SequencePair> training_pairs(const std::vector<Word>& words,
+                                                   const sg::data::Vocabulary& letters,
+                                                   const sg::data::Vocabulary& phonemes);
+
+// The words' letter ids, padded into [B, longest] (pad id 0).
+sg::Tensor encode_words(const std::vector<std::string>& words, const sg::data::Vocabulary& letters);
+
+// A word as the model reads it: lower case, as in the dictionary. Throws on an empty word.
+std::string normalize_word(const std::string& word);
+
+}  // namespace g2p

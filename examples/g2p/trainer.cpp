@@ -1,0 +1,474 @@
+#include "trainer.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "plots.h"
+#include "progress.h"
+
+namespace g2p {
+
+namespace fs = std::filesystem;
+using sg::Tensor;
+using sg::data::Vocabulary;
+using Json = nlohmann::json;
+
+namespace {
+
+constexpr const char* kFormat = "scratchgrad-g2p-1";
+constexpr const char* kOptimizerPrefix = "optimizer.";
+
+double noam_lr(const Config& c, int64_t step) {
+  const double s = static_cast<double>(std::max<int64_t>(step, 1));
+  return c.lr_factor * std::pow(static_cast<double>(c.d_model), -0.5) *
+         std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(c.warmup), -1.5));
+}
+
+template <typename T>
+T parse_number(const std::string& text, const std::string& what) {
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  SG_CHECK(!text.empty() && ec == std::errc() && end == text.data() + text.size(),
+           "g2p: '{}' = '{}' is not a valid number", what, text.substr(0, 80));
+  return value;
+}
+
+struct History {
+  std::vector<double> losses, eval_steps, dev_wer, dev_per;
+  Json to_json() const {
+    return {
+        {"losses", losses}, {"eval_steps", eval_steps}, {"dev_wer", dev_wer}, {"dev_per", dev_per}};
+  }
+  static History from_json(const Json& j) {
+    History h;
+    j.at("losses").get_to(h.losses), j.at("eval_steps").get_to(h.eval_steps);
+    j.at("dev_wer").get_to(h.dev_wer), j.at("dev_per").get_to(h.dev_per);
+    return h;
+  }
+};
+
+struct RunState {
+  int64_t step = 0;
+  sg::data::LoaderPosition loader;
+  uint64_t global_rng = 0;
+  double best_wer = 2.0;
+  int64_t best_step = 0;
+  double best_per = 0;
+  int64_t train_pairs = 0;  // the loader's examples: a resume on other data is refused
+  History history;
+};
+
+sg::nn::Metadata metadata_for(const Model& m, const RunState& s) {
+  sg::nn::Metadata md;
+  for (const auto& [k, v] : m.config.to_map()) md["config." + k] = v;
+  md["format"] = kFormat;
+  md["letters"] = Json(m.letters.symbols()).dump();
+  md["phonemes"] = Json(m.phonemes.symbols()).dump();
+  md["step"] = std::to_string(s.step);
+  md["loader_epoch"] = std::to_string(s.loader.epoch);
+  md["loader_batch"] = std::to_string(s.loader.batch);
+  md["global_rng"] = std::to_string(s.global_rng);
+  md["best_wer"] = fmt::format("{}", s.best_wer);
+  md["best_per"] = fmt::format("{}", s.best_per);
+  md["best_step"] = std::to_string(s.best_step);
+  md["train_pairs"] = std::to_string(s.train_pairs);
+  md["history"] = s.history.to_json().dump();
+  return md;
+}
+
+std::vector<std::string> symbols_from(const sg::nn::Metadata& md, const std::string& key,
+                                      const std::string& path) {
+  auto it = md.find(key);
+  SG_CHECK(it != md.end(), "{}: checkpoint metadata has no '{}'", path, key);
+  try {
+    return Json::parse(it->second).get<std::vector<std::string>>();
+  } catch (const std::exception& e) {
+    SG_FAIL("{}: checkpoint metadata '{}' is not a list of symbols: {}", path, key, e.what());
+  }
+}
+
+struct CheckpointFile {
+  Model model;
+  RunState state;
+  sg::nn::NamedTensors optimizer;
+};
+
+CheckpointFile read_checkpoint(const std::string& path) {
+  SG_CHECK(fs::exists(path), "g2p: checkpoint {} does not exist", path);
+  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
+  const auto& md = file.metadata;
+  auto format = md.find("format");
+  SG_CHECK(format != md.end() && format->second == kFormat,
+           "{} is not a g2p checkpoint (no '{}' metadata)", path, kFormat);
+  std::map<std::string, std::string> values;
+  for (const auto& [k, v] : md)
+    if (k.starts_with("config.")) values[k.substr(7)] = v;
+  CheckpointFile c;
+  c.model.config = Config::from_map(values);
+  c.model.letters = Vocabulary::from_symbols(symbols_from(md, "letters", path));
+  c.model.phonemes = Vocabulary::from_symbols(symbols_from(md, "phonemes", path));
+  auto get = [&](const std::string& key) -> const std::string& {
+    auto it = md.find(key);
+    SG_CHECK(it != md.end(), "{}: checkpoint metadata has no '{}'", path, key);
+    return it->second;
+  };
+  RunState& s = c.state;
+  s.step = parse_number<int64_t>(get("step"), "step");
+  s.loader.epoch = parse_number<int64_t>(get("loader_epoch"), "loader_epoch");
+  s.loader.batch = parse_number<int64_t>(get("loader_batch"), "loader_batch");
+  s.global_rng = parse_number<uint64_t>(get("global_rng"), "global_rng");
+  s.best_wer = parse_number<double>(get("best_wer"), "best_wer");
+  s.best_per = parse_number<double>(get("best_per"), "best_per");
+  s.best_step = parse_number<int64_t>(get("best_step"), "best_step");
+  s.train_pairs = parse_number<int64_t>(get("train_pairs"), "train_pairs");
+  try {
+    s.history = History::from_json(Json::parse(get("history")));
+  } catch (const std::exception& e) {
+    SG_FAIL("{}: checkpoint metadata 'history' is not valid: {}", path, e.what());
+  }
+  SG_CHECK(s.step >= 0 && s.history.losses.size() == static_cast<size_t>(s.step),
+           "{}: checkpoint history holds {} losses for step {}", path, s.history.losses.size(),
+           s.step);
+  c.model.transformer = std::make_shared<sg::nn::Transformer>(
+      c.model.config.model_options(c.model.letters.size(), c.model.phonemes.size()));
+  sg::nn::NamedTensors weights;
+  const std::string prefix = kOptimizerPrefix;
+  for (auto& [name, t] : file.tensors) {
+    if (name.starts_with(prefix))
+      c.optimizer.emplace_back(name.substr(prefix.size()), t);
+    else
+      weights.emplace_back(name, t);
+  }
+  sg::nn::load(*c.model.transformer, weights, path);
+  return c;
+}
+
+void write_plots(const History& h, const std::string& dir) {
+  std::vector<double> steps(h.losses.size());
+  for (size_t i = 0; i < steps.size(); ++i) steps[i] = static_cast<double>(i + 1);
+  sg::examples::write_file_atomically(
+      dir + "/loss.svg",
+      sg::examples::line_chart("Training loss", "step", "cross-entropy",
+                               {{"train loss", steps, h.losses, "#d62728"}}, true));
+  sg::examples::write_file_atomically(
+      dir + "/dev_error_rates.svg",
+      sg::examples::line_chart("Dev error rates (greedy decoding)", "step", "fraction",
+                               {{"WER", h.eval_steps, h.dev_wer, "#1f77b4"},
+                                {"PER", h.eval_steps, h.dev_per, "#2ca02c"}}));
+}
+
+}  // namespace
+
+void Config::validate() const {
+  SG_CHECK(d_model > 0 && heads > 0 && d_model % heads == 0,
+           "g2p: --d-model {} must be a positive multiple of --heads {}", d_model, heads);
+  SG_CHECK(layers > 0 && d_ff > 0, "g2p: --layers and --ffn must be positive");
+  SG_CHECK(dropout >= 0 && dropout < 1, "g2p: --dropout must be in [0, 1), got {}", dropout);
+  SG_CHECK(label_smoothing >= 0 && label_smoothing < 1,
+           "g2p: --label-smoothing must be in [0, 1), got {}", label_smoothing);
+  SG_CHECK(lr_factor > 0, "g2p: --lr-factor must be positive, got {}", lr_factor);
+  SG_CHECK(steps > 0 && warmup > 0, "g2p: --steps and --warmup must be positive");
+  SG_CHECK(max_tokens >= 64, "g2p: --max-tokens must be at least 64, got {}", max_tokens);
+  SG_CHECK(
+      eval_every > 0 && dev_words >= 0 && checkpoint_every >= 0 && train_words >= 0,
+      "g2p: --eval-every must be positive; --dev-words, --checkpoint-every, --train-words >= 0");
+}
+
+sg::nn::TransformerOptions Config::model_options(int64_t letters, int64_t phonemes) const {
+  sg::nn::TransformerOptions o;
+  o.src_vocab = letters;
+  o.tgt_vocab = phonemes;
+  o.d_model = d_model;
+  o.heads = heads;
+  o.num_encoder_layers = o.num_decoder_layers = layers;
+  o.d_ff = d_ff;
+  o.dropout = dropout;
+  o.max_len = 128;  // positions: dictionary words have at most 28 letters; search stops at 64
+  o.pad_idx = Vocabulary::kPad;
+  return o;
+}
+
+std::map<std::string, std::string> Config::to_map() const {
+  return {{"d_model", std::to_string(d_model)},
+          {"heads", std::to_string(heads)},
+          {"layers", std::to_string(layers)},
+          {"d_ff", std::to_string(d_ff)},
+          {"dropout", fmt::format("{}", dropout)},
+          {"label_smoothing", fmt::format("{}", label_smoothing)},
+          {"lr_factor", fmt::format("{}", lr_factor)},
+          {"steps", std::to_string(steps)},
+          {"warmup", std::to_string(warmup)},
+          {"max_tokens", std::to_string(max_tokens)},
+          {"eval_every", std::to_string(eval_every)},
+          {"dev_words", std::to_string(dev_words)},
+          {"checkpoint_every", std::to_string(checkpoint_every)},
+          {"seed", std::to_string(seed)},
+          {"train_words", std::to_string(train_words)}};
+}
+
+Config Config::from_map(const std::map<std::string, std::string>& v) {
+  auto get = [&](const char* key) -> const std::string& {
+    auto it = v.find(key);
+    SG_CHECK(it != v.end(), "g2p: checkpoint config has no '{}'", key);
+    return it->second;
+  };
+  Config c;
+  c.d_model = parse_number<int64_t>(get("d_model"), "d_model");
+  c.heads = parse_number<int64_t>(get("heads"), "heads");
+  c.layers = parse_number<int64_t>(get("layers"), "layers");
+  c.d_ff = parse_number<int64_t>(get("d_ff"), "d_ff");
+  c.dropout = parse_number<double>(get("dropout"), "dropout");
+  c.label_smoothing = parse_number<double>(get("label_smoothing"), "label_smoothing");
+  c.lr_factor = parse_number<double>(get("lr_factor"), "lr_factor");
+  c.steps = parse_number<int64_t>(get("steps"), "steps");
+  c.warmup = parse_number<int64_t>(get("warmup"), "warmup");
+  c.max_tokens = parse_number<int64_t>(get("max_tokens"), "max_tokens");
+  c.eval_every = parse_number<int64_t>(get("eval_every"), "eval_every");
+  c.dev_words = parse_number<int64_t>(get("dev_words"), "dev_words");
+  c.checkpoint_every = parse_number<int64_t>(get("checkpoint_every"), "checkpoint_every");
+  c.seed = parse_number<uint64_t>(get("seed"), "seed");
+  c.train_words = parse_number<int64_t>(get("train_words"), "train_words");
+  c.validate();
+  // A config far larger than any file could hold is refused before the model is built.
+  SG_CHECK(c.d_model <= 4096 && c.d_ff <= 65536 && c.layers <= 64 && c.heads <= 256,
+           "g2p: checkpoint config d_model {} d_ff {} layers {} heads {} is out of range",
+           c.d_model, c.d_ff, c.layers, c.heads);
+  return c;
+}
+
+std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::string>& words,
+                                                       int64_t beam_size) const {
+  sg::NoGradGuard no_grad;
+  transformer->eval();
+  Tensor src = encode_words(words, letters);
+  sg::nn::GenerationOptions g{
+      .max_length = 64, .bos = Vocabulary::kBos, .eos = Vocabulary::kEos, .pad = Vocabulary::kPad};
+  std::vector<std::vector<int64_t>> ids;
+  if (beam_size <= 1) {
+    ids = sg::nn::greedy_search(*transformer, src, g);
+  } else {
+    for (auto& beams : sg::nn::beam_search(*transformer, src, g, {.beam_size = beam_size}))
+      ids.push_back(beams.front().tokens);
+  }
+  std::vector<std::vector<std::string>> out;
+  for (const auto& row : ids) out.push_back(phonemes.decode(row));
+  return out;
+}
+
+Model load_model(const std::string& checkpoint) {
+  Model m = read_checkpoint(checkpoint).model;
+  m.transformer->eval();
+  return m;
+}
+
+ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+                    int64_t limit) {
+  const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
+  sg::data::ErrorRates rates;
+  constexpr size_t kBatch = 128;
+  for (size_t first = 0; first < n; first += kBatch) {
+    std::vector<std::string> spellings;
+    for (size_t i = first; i < std::min(n, first + kBatch); ++i)
+      spellings.push_back(words[i].spelling);
+    auto predicted = model.pronounce(spellings, beam_size);
+    for (size_t i = 0; i < predicted.size(); ++i)
+      rates.add(predicted[i], words[first + i].pronunciations);
+  }
+  return {rates.wer(), rates.per(), rates.words()};
+}
+
+void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path) {
+  sg::NoGradGuard no_grad;
+  model.transformer->eval();
+  const std::string spelling = normalize_word(word);
+  std::vector<std::string> predicted = model.pronounce({spelling})[0];
+  // Teacher forcing on the prediction: the decoder reads <bos> p1 .. pn, and row t of the last
+  // layer's cross-attention says which letters it looked at to predict phoneme t+1.
+  std::vector<int64_t> decoder_in{Vocabulary::kBos};
+  for (int64_t id : model.phonemes.encode(predicted)) decoder_in.push_back(id);
+  Tensor src = encode_words({spelling}, model.letters);
+  Tensor tgt = sg::from_vector(decoder_in, {1, static_cast<int64_t>(decoder_in.size())});
+  model.transformer->forward(src, tgt);
+  const auto& layers = model.transformer->decoder->layers;
+  auto last = layers->at<sg::nn::DecoderLayer>(layers->size() - 1);
+  Tensor weights = last->last_cross_attention.mean(1).select(0, 0);  // [T, S]
+  std::vector<double> w = weights.to_vector<double>();
+  const int64_t T = weights.size(0), S = weights.size(1);
+  sg::examples::Heatmap map;
+  map.title = fmt::format("\"{}\" -> {}", spelling, fmt::join(predicted, " "));
+  map.col_labels = sg::data::letters_of(spelling);
+  map.row_labels = predicted;
+  map.row_labels.push_back("<eos>");
+  for (int64_t t = 0; t < T; ++t)
+    map.values.emplace_back(w.begin() + t * S, w.begin() + (t + 1) * S);
+  sg::examples::write_file_atomically(
+      path, sg::examples::heatmap_grid("Cross-attention (last layer)", {map}, 1, "letters",
+                                       "predicted phoneme"));
+}
+
+TrainSummary train(const Config& config, const TrainOptions& options) {
+  config.validate();
+  SG_CHECK(!(options.resume && options.overwrite), "--resume and --overwrite exclude each other");
+  const std::string last_path = options.out_dir + "/last.safetensors";
+  const std::string best_path = options.out_dir + "/model.safetensors";
+  fs::create_directories(options.out_dir);
+  if (!options.resume) {
+    for (const std::string& p : {last_path, best_path}) {
+      if (!fs::exists(p)) continue;
+      SG_CHECK(options.overwrite,
+               "{} already holds a run ({}): pass --resume to continue it or --overwrite to "
+               "start over",
+               options.out_dir, p);
+      fs::remove(p);
+    }
+  }
+
+  Dataset data = load_dataset(config.data);
+  if (config.train_words > 0 && static_cast<size_t>(config.train_words) < data.train.size())
+    data.train.resize(static_cast<size_t>(config.train_words));
+  SG_CHECK(!data.dev.empty(), "g2p: {} has no dev words (too small a dictionary?)", config.data);
+
+  sg::manual_seed(config.seed);
+  Model model;
+  model.config = config;
+  RunState state;
+  std::unique_ptr<sg::optim::Adam> optimizer;
+  if (options.resume) {
+    SG_CHECK(fs::exists(last_path), "--resume: no checkpoint at {}", last_path);
+    CheckpointFile c = read_checkpoint(last_path);
+    const auto wanted = config.model_options(c.model.letters.size(), c.model.phonemes.size());
+    SG_CHECK(c.model.transformer->options() == wanted,
+             "--resume: the checkpoint's model ({}) differs from the requested one ({})",
+             c.model.transformer->options().to_string(), wanted.to_string());
+    model.letters = c.model.letters;
+    model.phonemes = c.model.phonemes;
+    model.transformer = c.model.transformer;
+    state = c.state;
+    optimizer = std::make_unique<sg::optim::Adam>(
+        model.transformer->parameters(),
+        sg::optim::AdamOptions{.lr = noam_lr(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
+    optimizer->load_state(c.optimizer);
+    sg::default_generator().set_state(state.global_rng);
+  } else {
+    model.letters = letter_vocabulary(data.train);
+    model.phonemes = phoneme_vocabulary(data.train);
+    model.transformer = std::make_shared<sg::nn::Transformer>(
+        config.model_options(model.letters.size(), model.phonemes.size()));
+    optimizer = std::make_unique<sg::optim::Adam>(
+        model.transformer->parameters(),
+        sg::optim::AdamOptions{.lr = noam_lr(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
+  }
+  std::vector<sg::data::SequencePair> pairs =
+      training_pairs(data.train, model.letters, model.phonemes);
+  SG_CHECK(!options.resume || state.train_pairs == static_cast<int64_t>(pairs.size()),
+           "--resume: the run was trained on {} pronunciations, {} with --train-words {} has {} "
+           "(another dictionary or --train-words?)",
+           state.train_pairs, config.data, config.train_words, pairs.size());
+  state.train_pairs = static_cast<int64_t>(pairs.size());
+  sg::data::BucketLoader loader(std::move(pairs), config.max_tokens, config.seed);
+  loader.set_position(state.loader);
+
+  auto save_last = [&] {
+    state.loader = loader.position();
+    state.global_rng = sg::default_generator().state();
+    sg::nn::NamedTensors unit = model.transformer->state_dict();
+    for (const auto& [name, t] : optimizer->state()) unit.emplace_back(kOptimizerPrefix + name, t);
+    sg::nn::save_safetensors(last_path, unit, metadata_for(model, state));
+  };
+
+  const int64_t end =
+      options.stop_after > 0 ? std::min(options.stop_after, config.steps) : config.steps;
+  sg::examples::Progress progress(state.step, config.steps,
+                                  !options.quiet && sg::examples::Progress::stderr_is_terminal(),
+                                  std::max<int64_t>(1, config.eval_every / 10));
+  std::vector<double> step_ms;
+  const auto t_start = std::chrono::steady_clock::now();
+  model.transformer->train();
+  while (state.step < end) {
+    const auto t0 = std::chrono::steady_clock::now();
+    ++state.step;
+    optimizer->set_lr(noam_lr(config, state.step));
+    optimizer->zero_grad();
+    sg::data::Batch batch = loader.next();
+    const int64_t T = batch.target.size(1);
+    Tensor decoder_in = batch.target.narrow(1, 0, T - 1);
+    Tensor labels = batch.target.narrow(1, 1, T - 1).contiguous().reshape({-1});
+    Tensor logits = model.transformer->forward(batch.source, decoder_in);
+    Tensor loss = sg::nn::cross_entropy(logits.reshape({-1, model.phonemes.size()}), labels,
+                                        Vocabulary::kPad, config.label_smoothing);
+    loss.backward();
+    optimizer->step();
+    const double loss_value = loss.item<double>();
+    SG_CHECK(std::isfinite(loss_value),
+             "step {}: the training loss is {}; training stopped (lower --lr-factor or raise "
+             "--warmup, or resume from the last checkpoint)",
+             state.step, loss_value);
+    state.history.losses.push_back(loss_value);
+    step_ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (!options.quiet) {
+      sg::NoGradGuard no_grad;  // token accuracy: argmax right, padding not counted
+      Tensor flat = logits.reshape({-1, model.phonemes.size()});
+      Tensor real = labels.ne(static_cast<double>(Vocabulary::kPad));
+      const double right = sg::logical_and(flat.argmax(-1).eq(labels), real).sum().item<double>();
+      const double accuracy = right / std::max(1.0, real.sum().item<double>());
+      progress.update({state.step, loss_value, accuracy, optimizer->lr()});
+    }
+
+    if (state.step % config.eval_every == 0 || state.step == config.steps) {
+      ErrorRates dev = evaluate(model, data.dev, 1, config.dev_words);
+      model.transformer->train();
+      state.history.eval_steps.push_back(static_cast<double>(state.step));
+      state.history.dev_wer.push_back(dev.wer);
+      state.history.dev_per.push_back(dev.per);
+      const bool best = dev.wer <= state.best_wer;
+      if (best) {
+        state.best_wer = dev.wer, state.best_per = dev.per, state.best_step = state.step;
+        state.loader = loader.position();
+        state.global_rng = sg::default_generator().state();
+        sg::nn::save_safetensors(best_path, model.transformer->state_dict(),
+                                 metadata_for(model, state));
+      }
+      if (!options.quiet)
+        progress.message(fmt::format("step {:>6}  dev WER {:5.2f}%  PER {:5.2f}% ({} words){}",
+                                     state.step, 100 * dev.wer, 100 * dev.per, dev.words,
+                                     best ? "  (best so far: saved)" : ""));
+    }
+    if (config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0) save_last();
+  }
+  progress.finish();
+  TrainSummary summary;
+  summary.train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  save_last();
+  write_plots(state.history, options.out_dir);
+  if (fs::exists(best_path)) {
+    Model best = load_model(best_path);
+    // A dev word long enough for the alignment to show: the first of 8 letters or more.
+    const std::vector<Word>& pool = data.dev.empty() ? data.train : data.dev;
+    auto longer = std::find_if(pool.begin(), pool.end(),
+                               [](const Word& w) { return w.spelling.size() >= 8; });
+    const std::string example = longer != pool.end() ? longer->spelling : pool.front().spelling;
+    write_attention_heatmap(best, example, options.out_dir + "/attention.svg");
+  }
+  summary.steps = state.step;
+  summary.losses = state.history.losses;
+  summary.first_loss = summary.losses.empty() ? 0 : summary.losses.front();
+  summary.final_loss = summary.losses.empty() ? 0 : summary.losses.back();
+  if (!step_ms.empty()) {
+    std::nth_element(step_ms.begin(),
+                     step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2),
+                     step_ms.end());
+    summary.median_ms_per_step = step_ms[step_ms.size() / 2];
+  }
+  summary.best_dev = {state.best_wer, state.best_per, 0};
+  summary.best_step = state.best_step;
+  return summary;
+}
+
+}  // namespace g2p

@@ -1,0 +1,80 @@
+// Training and evaluating the G2P Transformer.
+//
+// One step: a batch from the bucketing loader (words of similar length, at most max_tokens
+// padded tokens), teacher forcing (the decoder reads <bos> p1 .. pn and must predict p1 .. pn
+// <eos>), label-smoothed cross-entropy ignoring padding, Adam with the Noam schedule. Every
+// eval_every steps: greedy WER/PER on dev words; the best model by dev WER is model.safetensors.
+// last.safetensors holds everything --resume needs: the model, the optimizer ("optimizer.*"),
+// the loader's position, the dropout generator's state and the history, in one file.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "g2p_data.h"
+
+namespace g2p {
+
+struct Config {
+  std::string data;  // cmudict.dict
+  // The model and schedule of the short run chapter 12b reports (about 0.14 s a step on 2 busy
+  // cores); steps: what fits about 40 minutes at that speed.
+  int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512;
+  double dropout = 0.1, label_smoothing = 0.1, lr_factor = 2.0;
+  int64_t steps = 16000, warmup = 400, max_tokens = 2000;
+  int64_t eval_every = 1000, dev_words = 1000, checkpoint_every = 1000;
+  uint64_t seed = 22;
+  // Only the first this many training words (0 = all): for tests and quick looks.
+  int64_t train_words = 0;
+
+  void validate() const;
+  sg::nn::TransformerOptions model_options(int64_t letters, int64_t phonemes) const;
+  std::map<std::string, std::string> to_map() const;
+  static Config from_map(const std::map<std::string, std::string>& values);
+};
+
+struct TrainOptions {
+  std::string out_dir = "runs/g2p";
+  bool resume = false, overwrite = false, quiet = false;
+  // Stop after this step even if config.steps is more (to test kill-and-resume); 0 = never.
+  int64_t stop_after = 0;
+};
+
+struct ErrorRates {
+  double wer = 0, per = 0;
+  int64_t words = 0;
+};
+
+struct TrainSummary {
+  int64_t steps = 0;
+  double first_loss = 0, final_loss = 0;
+  double train_seconds = 0, median_ms_per_step = 0;
+  ErrorRates best_dev;
+  int64_t best_step = 0;
+  std::vector<double> losses;  // every step's, from step 1 (resumed runs included)
+};
+
+TrainSummary train(const Config& config, const TrainOptions& options);
+
+// A trained model with its vocabularies.
+struct Model {
+  Config config;
+  sg::data::Vocabulary letters, phonemes;
+  std::shared_ptr<sg::nn::Transformer> transformer;
+
+  // Pronunciations of the words (lower case): greedy when beam_size is 1.
+  std::vector<std::vector<std::string>> pronounce(const std::vector<std::string>& words,
+                                                  int64_t beam_size = 1) const;
+};
+Model load_model(const std::string& checkpoint);
+
+// WER/PER of the model on `words` (all of them when limit is 0), decoded in batches.
+ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+                    int64_t limit = 0);
+
+// The cross-attention of the last decoder layer, averaged over heads, for one word: rows are the
+// predicted phonemes, columns the letters. Written as an SVG heatmap.
+void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path);
+
+}  // namespace g2p

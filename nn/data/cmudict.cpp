@@ -1,0 +1,67 @@
+#include "nn/data/cmudict.h"
+
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include "autograd/error.h"
+
+namespace sg::data {
+
+namespace {
+
+// ARPAbet: upper-case letters, then at most one stress digit 0, 1 or 2 (vowels only carry one).
+bool is_phoneme(const std::string& p) {
+  size_t letters = 0;
+  while (letters < p.size() && std::isupper(static_cast<unsigned char>(p[letters]))) ++letters;
+  if (letters == 0) return false;
+  if (letters == p.size()) return true;
+  return letters + 1 == p.size() && p[letters] >= '0' && p[letters] <= '2';
+}
+
+// "read(2)" -> "read"; a word without a well-formed "(N)" suffix is returned unchanged.
+std::string strip_alternate(const std::string& word) {
+  const size_t open = word.rfind('(');
+  if (open == std::string::npos || open == 0 || word.back() != ')' || open + 2 >= word.size())
+    return word;
+  for (size_t i = open + 1; i + 1 < word.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(word[i]))) return word;
+  return word.substr(0, open);
+}
+
+}  // namespace
+
+std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& source) {
+  std::vector<Pronunciation> entries;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.starts_with(";;;")) continue;
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::string word;
+    if (!(fields >> word)) continue;  // blank line
+    Pronunciation entry{strip_alternate(word), {}};
+    for (std::string p; fields >> p;) {
+      SG_CHECK(is_phoneme(p), "read_cmudict: {}:{}: '{}' is not an ARPAbet phoneme in \"{}\"",
+               source, number, p, line);
+      entry.phonemes.push_back(p);
+    }
+    SG_CHECK(!entry.phonemes.empty(), "read_cmudict: {}:{}: no phonemes after the word in \"{}\"",
+             source, number, line);
+    entries.push_back(std::move(entry));
+  }
+  SG_CHECK(!in.bad(), "read_cmudict: {}: read error", source);
+  return entries;
+}
+
+std::vector<Pronunciation> read_cmudict(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  SG_CHECK(in.is_open(),
+           "read_cmudict: cannot open '{}' (scripts/get_cmudict.sh downloads and checks it)", path);
+  std::vector<Pronunciation> entries = parse_cmudict(in, path);
+  SG_CHECK(!entries.empty(), "read_cmudict: '{}' holds no pronunciations", path);
+  return entries;
+}
+
+}  // namespace sg::data

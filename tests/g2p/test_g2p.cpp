@@ -1,0 +1,97 @@
+// examples/g2p: a short training run on the committed dictionary slice (the loss must fall), an
+// exact resume (loader position and dropout generator included), and clear errors for bad data.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/support/testing.h"
+#include "trainer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fixture() { return std::string(SG_TEST_DATA_DIR) + "/cmudict_slice.dict"; }
+
+std::string temp_dir(const std::string& name) {
+  const std::string dir = (fs::temp_directory_path() / ("sg_g2p_" + name)).string();
+  fs::remove_all(dir);
+  return dir;
+}
+
+g2p::Config small_config() {
+  g2p::Config c;
+  c.data = fixture();
+  c.d_model = 32, c.heads = 2, c.layers = 1, c.d_ff = 64;
+  c.dropout = 0.1, c.label_smoothing = 0.0, c.lr_factor = 1.0;
+  c.steps = 200, c.warmup = 40, c.max_tokens = 400;
+  c.eval_every = 100, c.dev_words = 0, c.checkpoint_every = 0;
+  return c;
+}
+
+double mean(const std::vector<double>& v, size_t first, size_t n) {
+  double s = 0;
+  for (size_t i = first; i < first + n; ++i) s += v[i];
+  return s / static_cast<double>(n);
+}
+
+TEST(G2pTraining, LossFallsOnADictionarySlice) {
+  g2p::TrainOptions o{.out_dir = temp_dir("train"), .quiet = true};
+  g2p::TrainSummary s = g2p::train(small_config(), o);
+  ASSERT_EQ(s.losses.size(), 200u);
+  // From ln(vocabulary) ~ 4.2 at the start to well below half of it.
+  EXPECT_LT(mean(s.losses, 190, 10), 0.6 * mean(s.losses, 0, 10));
+  for (const char* f : {"model.safetensors", "last.safetensors", "loss.svg", "attention.svg",
+                        "dev_error_rates.svg"})
+    EXPECT_TRUE(fs::exists(o.out_dir + "/" + f)) << f;
+  // The saved model loads and pronounces; its dev error rates are what training reported.
+  g2p::Model m = g2p::load_model(o.out_dir + "/model.safetensors");
+  auto p = m.pronounce({"tensor", "read"}, 3);
+  EXPECT_EQ(p.size(), 2u);
+  g2p::Dataset d = g2p::load_dataset(fixture());
+  g2p::ErrorRates dev = g2p::evaluate(m, d.dev, 1);
+  EXPECT_NEAR(dev.wer, s.best_dev.wer, 1e-12);
+  EXPECT_NEAR(dev.per, s.best_dev.per, 1e-12);
+  fs::remove_all(o.out_dir);
+}
+
+TEST(G2pTraining, ResumeIsExact) {
+  g2p::Config c = small_config();
+  c.steps = 30, c.eval_every = 15, c.checkpoint_every = 5;
+  g2p::TrainSummary whole = g2p::train(c, {.out_dir = temp_dir("whole"), .quiet = true});
+  const std::string dir = temp_dir("halves");
+  g2p::train(c, {.out_dir = dir, .quiet = true, .stop_after = 17});
+  g2p::TrainSummary resumed = g2p::train(c, {.out_dir = dir, .resume = true, .quiet = true});
+  ASSERT_EQ(resumed.losses.size(), whole.losses.size());
+  for (size_t i = 0; i < whole.losses.size(); ++i)
+    EXPECT_EQ(resumed.losses[i], whole.losses[i]) << "step " << i + 1;
+  EXPECT_SG_ERROR(g2p::train(c, {.out_dir = dir, .quiet = true}), "--resume");
+  g2p::Config fewer = c;
+  fewer.train_words = 100;
+  EXPECT_SG_ERROR(g2p::train(fewer, {.out_dir = dir, .resume = true, .quiet = true}),
+                  "--train-words 100 has");
+  fs::remove_all(dir);
+  fs::remove_all(temp_dir("whole"));
+}
+
+TEST(G2pData, SplitsByWordAndReportsBadFiles) {
+  g2p::Dataset d = g2p::load_dataset(fixture());
+  EXPECT_EQ(d.train.size() + d.dev.size() + d.test.size(), 360u);
+  for (const auto& w : d.dev) EXPECT_EQ(sg::data::split_of(w.spelling), sg::data::Split::kDev);
+  const std::string dir = temp_dir("bad");
+  fs::create_directories(dir);
+  {
+    std::ofstream bad(dir + "/bad.dict");
+    bad << "good G UH1 D\nbroken line here\n";
+  }
+  EXPECT_SG_ERROR(g2p::load_dataset(dir + "/bad.dict"), "bad.dict:2");
+  EXPECT_SG_ERROR(g2p::load_dataset(dir + "/missing.dict"), "get_cmudict.sh");
+  g2p::Config c = small_config();
+  c.heads = 3;
+  EXPECT_SG_ERROR(g2p::train(c, {.out_dir = dir, .quiet = true}), "multiple of --heads");
+  EXPECT_SG_ERROR(g2p::load_model(dir + "/bad.dict"), "");
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,0 +1,201 @@
+// nn/generation.h: greedy search, beam search and sampling, on a model whose probabilities are
+// set by hand and on a small Transformer (cached and uncached).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "autograd/factory.h"
+#include "autograd/generator.h"
+#include "nn/generation.h"
+#include "nn/transformer.h"
+#include "tests/support/testing.h"
+
+namespace sg::nn {
+namespace {
+
+// Tokens of the hand-set model: 0 pad, 1 bos, 2 eos, 3 "A", 4 "B".
+constexpr int64_t kEos = 2, kA = 3, kB = 4;
+
+// P(next | prefix) set by hand, so that greedy and beam search disagree:
+//   after <bos>:   A 0.6, B 0.4
+//   after A:       <eos> 0.5, A 0.25, B 0.25    ->  P(A <eos>) = 0.30 (greedy's pick)
+//   after B:       <eos> 0.9, A 0.05, B 0.05    ->  P(B <eos>) = 0.36 (the most probable)
+//   longer:        <eos> 1
+// A source row starting with 1 swaps A and B, so a batch holds different problems.
+class HandSetModel : public Seq2SeqModel {
+ public:
+  class State : public DecodingState {
+   public:
+    explicit State(std::vector<bool> swapped)
+        : swapped_(std::move(swapped)), prefixes_(swapped_.size()) {}
+    Tensor step(const std::vector<int64_t>& tokens) override {
+      std::vector<float> logits;
+      for (size_t r = 0; r < tokens.size(); ++r) {
+        prefixes_[r].push_back(tokens[r]);
+        std::vector<double> p(5, 1e-12);
+        auto flip = [&](int64_t t) { return swapped_[r] && t >= kA ? kA + kB - t : t; };
+        const auto& prefix = prefixes_[r];
+        if (prefix.size() == 1) {
+          p[flip(kA)] = 0.6, p[flip(kB)] = 0.4;
+        } else if (prefix.size() == 2 && flip(prefix[1]) == kA) {
+          p[kEos] = 0.5, p[flip(kA)] = 0.25, p[flip(kB)] = 0.25;
+        } else if (prefix.size() == 2 && flip(prefix[1]) == kB) {
+          p[kEos] = 0.9, p[flip(kA)] = 0.05, p[flip(kB)] = 0.05;
+        } else {
+          p[kEos] = 1.0;
+        }
+        for (double q : p) logits.push_back(static_cast<float>(std::log(q)));
+      }
+      return from_vector(logits, {static_cast<int64_t>(tokens.size()), 5});
+    }
+    void reorder(const std::vector<int64_t>& rows) override {
+      std::vector<bool> s;
+      std::vector<std::vector<int64_t>> p;
+      for (int64_t r : rows) s.push_back(swapped_[r]), p.push_back(prefixes_[r]);
+      swapped_ = s, prefixes_ = p;
+    }
+
+   private:
+    std::vector<bool> swapped_;
+    std::vector<std::vector<int64_t>> prefixes_;
+  };
+
+  std::unique_ptr<DecodingState> start_generation(const Tensor& src, bool) override {
+    std::vector<bool> swapped;
+    auto values = src.to_vector<int64_t>();
+    for (int64_t b = 0; b < src.size(0); ++b) swapped.push_back(values[b * src.size(1)] == 1);
+    return std::make_unique<State>(swapped);
+  }
+};
+
+GenerationOptions hand_options() { return {.max_length = 5, .bos = 1, .eos = kEos, .pad = 0}; }
+
+TEST(Generation, BeamFindsWhatGreedyMisses) {
+  HandSetModel model;
+  Tensor src = from_vector<int64_t>({0, 1}, {2, 1});  // row 1 swaps A and B
+  auto greedy = greedy_search(model, src, hand_options());
+  EXPECT_EQ(greedy, (std::vector<std::vector<int64_t>>{{kA}, {kB}}));
+  auto beams = beam_search(model, src, hand_options(), {.beam_size = 2, .length_penalty = 0.0});
+  ASSERT_EQ(beams.size(), 2u);
+  EXPECT_EQ(beams[0][0].tokens, (std::vector<int64_t>{kB}));
+  EXPECT_NEAR(beams[0][0].log_prob, std::log(0.36), 1e-6);
+  EXPECT_EQ(beams[0][1].tokens, (std::vector<int64_t>{kA}));
+  EXPECT_NEAR(beams[0][1].log_prob, std::log(0.30), 1e-6);
+  EXPECT_EQ(beams[1][0].tokens, (std::vector<int64_t>{kA}));  // the swapped row
+  // Width 1 is greedy.
+  auto width1 = beam_search(model, src, hand_options(), {.beam_size = 1});
+  EXPECT_EQ(width1[0][0].tokens, greedy[0]);
+  EXPECT_EQ(width1[1][0].tokens, greedy[1]);
+}
+
+TEST(Generation, LengthPenaltyRanksByMeanLogProbability) {
+  HandSetModel model;
+  Tensor src = from_vector<int64_t>({0}, {1, 1});
+  auto beams = beam_search(model, src, hand_options(), {.beam_size = 3, .length_penalty = 1.0});
+  for (const auto& h : beams[0])
+    EXPECT_NEAR(h.score, h.log_prob / static_cast<double>(h.tokens.size() + 1), 1e-12);
+  for (size_t i = 1; i < beams[0].size(); ++i) EXPECT_GE(beams[0][i - 1].score, beams[0][i].score);
+}
+
+TEST(Generation, SamplingFollowsTheProbabilities) {
+  HandSetModel model;
+  Tensor src = from_vector<int64_t>({0}, {1, 1});
+  std::map<std::vector<int64_t>, int> counts;
+  for (uint64_t seed = 0; seed < 400; ++seed)
+    ++counts[sample(model, src, hand_options(), {.temperature = 1.0, .seed = seed})[0]];
+  // P(A <eos>) = 0.30, P(B <eos>) = 0.36: 120 and 144 of 400 expected; 4 standard deviations.
+  EXPECT_NEAR(counts[{kA}], 120, 37);
+  EXPECT_NEAR(counts[{kB}], 144, 39);
+  // top_k = 1 is greedy whatever the seed.
+  for (uint64_t seed = 0; seed < 20; ++seed)
+    EXPECT_EQ(sample(model, src, hand_options(), {.top_k = 1, .seed = seed})[0],
+              std::vector<int64_t>{kA});
+}
+
+TEST(Generation, RejectsBadOptions) {
+  HandSetModel model;
+  Tensor src = from_vector<int64_t>({0}, {1, 1});
+  EXPECT_SG_ERROR(beam_search(model, src, hand_options(), {.beam_size = 0}), "beam_size");
+  EXPECT_SG_ERROR(sample(model, src, hand_options(), {.temperature = 0.0}), "temperature");
+  EXPECT_SG_ERROR(sample(model, src, hand_options(), {.top_k = -1}), "top_k");
+  EXPECT_SG_ERROR(greedy_search(model, src, {.max_length = 0}), "max_length");
+  EXPECT_SG_ERROR(greedy_search(model, from_vector<int64_t>({0}, {1}), hand_options()),
+                  "src must be [B, S]");
+}
+
+// A small random Transformer. Its <eos> logit is lowered and its logits sharpened (the output
+// layer's weight ×3), so that sequences have several tokens and greedy, beam and sampling take
+// different paths: the equalities below would mean little on empty sequences.
+class GenerationTransformer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    manual_seed(22);
+    TransformerOptions o;
+    o.src_vocab = 9, o.tgt_vocab = 7;
+    o.d_model = 16, o.heads = 2, o.d_ff = 32, o.max_len = 16, o.dropout = 0.0;
+    o.num_encoder_layers = o.num_decoder_layers = 2;
+    model = std::make_unique<Transformer>(o);
+    model->eval();
+    NoGradGuard no_grad;
+    model->generator->bias.narrow(0, 2, 1).fill_(-5.0);
+    model->generator->weight.mul_(3.0);
+    src = from_vector<int64_t>({3, 4, 5, 6, 7, 8, 4, 3, 0, 0, 5, 5, 5, 0, 0}, {3, 5});
+  }
+  GenerationOptions options(bool cache) {
+    return {.max_length = 10, .bos = 1, .eos = 2, .pad = 0, .use_cache = cache};
+  }
+  std::unique_ptr<Transformer> model;
+  Tensor src;
+};
+
+TEST_F(GenerationTransformer, CachedEqualsUncached) {
+  EXPECT_EQ(greedy_search(*model, src, options(true)), greedy_search(*model, src, options(false)));
+  auto cached = beam_search(*model, src, options(true), {.beam_size = 3});
+  auto full = beam_search(*model, src, options(false), {.beam_size = 3});
+  ASSERT_EQ(cached.size(), full.size());
+  for (size_t b = 0; b < cached.size(); ++b) {
+    ASSERT_EQ(cached[b].size(), full[b].size());
+    for (size_t k = 0; k < cached[b].size(); ++k) {
+      EXPECT_EQ(cached[b][k].tokens, full[b][k].tokens);
+      EXPECT_NEAR(cached[b][k].log_prob, full[b][k].log_prob, 1e-4);
+    }
+  }
+}
+
+TEST_F(GenerationTransformer, BeamWidthOneIsGreedyAndBatchesAreIndependent) {
+  auto greedy = greedy_search(*model, src, options(true));
+  for (const auto& tokens : greedy) EXPECT_GE(tokens.size(), 4u);
+  auto width1 = beam_search(*model, src, options(true), {.beam_size = 1});
+  auto width4 = beam_search(*model, src, options(true), {.beam_size = 4});
+  for (int64_t b = 0; b < 3; ++b) {
+    EXPECT_EQ(width1[b][0].tokens, greedy[b]);
+    // One source alone gives what it gives in the batch.
+    Tensor one = src.narrow(0, b, 1).contiguous();
+    EXPECT_EQ(greedy_search(*model, one, options(true))[0], greedy[b]);
+    auto alone = beam_search(*model, one, options(true), {.beam_size = 4});
+    EXPECT_EQ(alone[0][0].tokens, width4[b][0].tokens);
+    // Best first.
+    for (size_t k = 1; k < width4[b].size(); ++k)
+      EXPECT_GE(width4[b][k - 1].score, width4[b][k].score);
+  }
+  // And on this model it finds a different sequence than greedy for some source.
+  bool differs = false;
+  for (int64_t b = 0; b < 3; ++b) differs |= width4[b][0].tokens != greedy[b];
+  EXPECT_TRUE(differs);
+}
+
+TEST_F(GenerationTransformer, SamplingSeededAndColdIsGreedy) {
+  auto greedy = greedy_search(*model, src, options(true));
+  EXPECT_EQ(sample(*model, src, options(true), {.temperature = 1e-6, .seed = 5}), greedy);
+  auto a = sample(*model, src, options(true), {.temperature = 1.5, .seed = 7});
+  auto b = sample(*model, src, options(true), {.temperature = 1.5, .seed = 7});
+  EXPECT_EQ(a, b);
+  bool differs = false;  // some seed draws another sequence than greedy at temperature 1.5
+  for (uint64_t seed = 0; seed < 10 && !differs; ++seed)
+    differs = sample(*model, src, options(true), {.temperature = 1.5, .seed = seed}) != greedy;
+  EXPECT_TRUE(differs);
+}
+
+}  // namespace
+}  // namespace sg::nn
