@@ -48,7 +48,8 @@ if [[ ! -x $sg_bin ]]; then
   echo "run_copy_task_bench: $sg_bin is missing; build it first: ninja -C $build bench_copy_task" >&2
   exit 1
 fi
-# A commit as the baseline: its sources built once into their own folder, in Release like $build.
+# A commit as the baseline: its sources built once into their own folder, in Release like $build
+# (examples on: bench_copy_task is built on the copy task's library).
 if [[ -n $baseline && ! -d $baseline ]]; then
   if ! commit=$(git rev-parse --verify --quiet "$baseline^{commit}"); then
     echo "run_copy_task_bench: --baseline $baseline is neither a build folder nor a commit" >&2
@@ -63,7 +64,7 @@ if [[ -n $baseline && ! -d $baseline ]]; then
     launcher=()
     if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
     cmake -S "$base_dir/src" -B "$base_dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DSCRATCHGRAD_CUDA=OFF -DSCRATCHGRAD_BUILD_TESTS=OFF -DSCRATCHGRAD_BUILD_EXAMPLES=OFF \
+      -DSCRATCHGRAD_CUDA=OFF -DSCRATCHGRAD_BUILD_TESTS=OFF -DSCRATCHGRAD_BUILD_EXAMPLES=ON \
       -DSCRATCHGRAD_BUILD_BENCH=ON "${launcher[@]}" >/dev/null
     cmake --build "$base_dir/build" --target bench_copy_task >/dev/null
   fi
