@@ -7,23 +7,12 @@
 #include <type_traits>
 
 #include "autograd/backend/cpu/cpu_backend.h"
+#include "autograd/backend/cpu/scalar_math.h"
 #include "autograd/backend/cpu/strided_loop.h"
 
 namespace sg::cpu {
 
 namespace {
-
-template <typename T>
-using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-
-template <typename T>
-bool is_nan_value(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::isnan(v);
-  } else {
-    return false;
-  }
-}
 
 template <typename T>
 void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
@@ -60,8 +49,7 @@ void reduce_typed(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tens
           int64_t best_at = -1, position = 0;
           for_each_in_block(start, [&](T v) {
             const bool take =
-                best_at < 0 ||
-                (!is_nan_value(best) && (is_nan_value(v) || (want_max ? v > best : v < best)));
+                best_at < 0 || (!is_nan(best) && (is_nan(v) || (want_max ? v > best : v < best)));
             if (take) {
               best = v;
               best_at = position;

@@ -1,9 +1,10 @@
 // The scalar functions of the unary and binary kernels (unary.cpp, binary.cpp): GELU in both
 // forms and their derivatives, a sigmoid that never overflows, sign, NaN tests that compile for
-// integers too.
+// integers too, and the type a sum accumulates in (reduce.cpp, both backends).
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <type_traits>
 
@@ -17,6 +18,10 @@ constexpr bool is_nan(T x) {
     return false;
   }
 }
+
+// Float sums accumulate in double, integer sums in int64 (docs/design.md).
+template <typename T>
+using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
 template <typename T>
 constexpr T gelu_erf(T x) {

@@ -10,24 +10,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "autograd/backend/cpu/scalar_math.h"
 #include "autograd/backend/cpu/strided_loop.h"
 #include "autograd/backend/cpu_fast/fast_cpu_backend.h"
 
 namespace sg::cpu {
 
 namespace {
-
-template <typename T>
-using Accumulator = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
-
-template <typename T>
-bool is_nan_value(T v) {
-  if constexpr (std::is_floating_point_v<T>) {
-    return std::isnan(v);
-  } else {
-    return false;
-  }
-}
 
 template <typename T>
 Accumulator<T> sum_contiguous(const T* p, int64_t n) {
@@ -43,10 +32,10 @@ template <typename T>
 std::pair<T, int64_t> extreme_of(const T* p, int64_t n, int64_t step, bool want_max) {
   T best = p[0];
   int64_t best_at = 0;
-  if (is_nan_value(best)) return {best, 0};
+  if (is_nan(best)) return {best, 0};
   for (int64_t i = 1; i < n; ++i) {
     const T v = p[i * step];
-    if (is_nan_value(v)) return {v, i};
+    if (is_nan(v)) return {v, i};
     if (want_max ? v > best : v < best) {
       best = v;
       best_at = i;
