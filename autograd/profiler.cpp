@@ -17,12 +17,14 @@ using Clock = std::chrono::steady_clock;
 struct Totals {
   int64_t calls = 0;
   double ms = 0;
+  double flops = 0;
 };
 
 struct State {
   int depth = 0;                    // open OpScopes: only depth 0 records
   const char* phase = "";           // the innermost open Phase
   double scoped_ms_in_phase = 0;    // op time recorded since the current Phase opened
+  double open_op_flops = 0;         // counted inside the open outermost OpScope so far
   std::vector<std::string> phases;  // in the order first entered
   std::map<std::pair<std::string, std::string>, Totals> ops;
   std::map<std::string, Totals> phase_totals;
@@ -48,7 +50,14 @@ void detail::end_op(std::string_view name, Clock::time_point start) {
   Totals& t = s.ops[{s.phase, std::string(name)}];
   ++t.calls;
   t.ms += ms;
+  t.flops += s.open_op_flops;
+  s.open_op_flops = 0;
   s.scoped_ms_in_phase += ms;
+}
+
+void detail::add_flops(double flops) {
+  State& s = state();
+  if (s.depth > 0) s.open_op_flops += flops;  // outside every op scope there is no op to charge
 }
 
 void set_enabled(bool on) { detail::enabled = on; }
@@ -59,6 +68,7 @@ void reset() {
   s.ops.clear();
   s.phase_totals.clear();
   s.scoped_ms_in_phase = 0;
+  s.open_op_flops = 0;
 }
 
 Phase::Phase(const char* name) {
@@ -93,7 +103,9 @@ Phase::~Phase() {
 std::vector<OpStats> op_stats() {
   const State& s = state();
   std::vector<OpStats> out;
-  for (const auto& [key, t] : s.ops) out.push_back({key.first, key.second, t.calls, t.ms});
+  for (const auto& [key, t] : s.ops) {
+    out.push_back({key.first, key.second, t.calls, t.ms, t.flops});
+  }
   auto rank = [&](const std::string& phase) {
     auto it = std::find(s.phases.begin(), s.phases.end(), phase);
     return it - s.phases.begin();

@@ -27,6 +27,7 @@ namespace detail {
 extern bool enabled;  // read on every op: a plain bool, no function call
 void begin_op();
 void end_op(std::string_view name, std::chrono::steady_clock::time_point start);
+void add_flops(double flops);
 }  // namespace detail
 
 void set_enabled(bool on);
@@ -37,7 +38,8 @@ struct OpStats {
   std::string phase;  // the Phase open when the op ran ("" outside any)
   std::string name;   // the op, or "(outside ops)" for the phase's time no op covered
   int64_t calls = 0;
-  double ms = 0;  // total over all calls
+  double ms = 0;     // total over all calls
+  double flops = 0;  // floating-point operations of the matrix products it ran (count_flops)
 };
 struct PhaseStats {
   std::string name;
@@ -83,6 +85,12 @@ class OpScope {
   std::string_view name_;
   std::chrono::steady_clock::time_point start_;
 };
+
+// Charges `flops` floating-point operations to the op being recorded (the outermost open scope):
+// the ops that run matrix products count 2·M·N·K per product, so the profile shows GFLOP/s.
+inline void count_flops(double flops) {
+  if (detail::enabled) detail::add_flops(flops);
+}
 
 }  // namespace sg::profiler
 

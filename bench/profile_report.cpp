@@ -34,20 +34,39 @@ std::string escape(const std::string& s) {
 std::string profile_table(const std::vector<sg::profiler::OpStats>& ops,
                           const std::vector<sg::profiler::PhaseStats>& phases, int steps) {
   const double total = total_ms(ops);
-  std::string out = fmt::format("{:<10} {:<22} {:>9} {:>10} {:>7}\n", "phase", "op", "calls/step",
-                                "ms/step", "share");
+  std::string out = fmt::format("{:<10} {:<22} {:>9} {:>10} {:>7} {:>9}\n", "phase", "op",
+                                "calls/step", "ms/step", "share", "GFLOP/s");
   std::string phase;
   for (const auto& s : ops) {
     if (s.phase != phase && !phase.empty()) out += "\n";
     phase = s.phase;
-    out += fmt::format("{:<10} {:<22} {:>9.1f} {:>10.3f} {:>6.1f}%\n", s.phase, s.name,
+    const std::string rate = s.flops > 0 ? fmt::format("{:9.1f}", s.flops / s.ms * 1e-6) : "";
+    out += fmt::format("{:<10} {:<22} {:>9.1f} {:>10.3f} {:>6.1f}% {}\n", s.phase, s.name,
                        static_cast<double>(s.calls) / steps, s.ms / steps,
-                       total > 0 ? 100.0 * s.ms / total : 0.0);
+                       total > 0 ? 100.0 * s.ms / total : 0.0, rate);
   }
   out += "\nphases:";
   for (const auto& p : phases) out += fmt::format("  {} {:.3f} ms", p.name, p.ms / steps);
   out += fmt::format("  (total {:.3f} ms per step)\n", total / steps);
+  const ProductStats products = product_stats(ops, steps);
+  if (products.gflop_per_step > 0) {
+    out += fmt::format(
+        "matrix products: {:.2f} GFLOP per step in {:.3f} ms of the ops that run them "
+        "({:.1f}% of the step): {:.1f} GFLOP/s\n",
+        products.gflop_per_step, products.ms_per_step,
+        total > 0 ? 100.0 * products.ms_per_step * steps / total : 0.0, products.gflops());
+  }
   return out;
+}
+
+ProductStats product_stats(const std::vector<sg::profiler::OpStats>& ops, int steps) {
+  ProductStats p;
+  for (const auto& s : ops) {
+    if (s.flops <= 0) continue;
+    p.gflop_per_step += s.flops * 1e-9 / steps;
+    p.ms_per_step += s.ms / steps;
+  }
+  return p;
 }
 
 std::string profile_svg(const std::vector<sg::profiler::OpStats>& ops, int steps,

@@ -22,6 +22,7 @@ scratchgrad's side decodes with its KV cache. Both produce `length` tokens per s
 import argparse
 import json
 import math
+import os
 import platform
 import resource
 import statistics
@@ -41,6 +42,8 @@ VOCAB, PAD, START, WARMUP = 11, 0, 1, 400
 
 
 class MultiheadAttention(nn.Module):
+    use_sdpa = False  # --attention sdpa: F.scaled_dot_product_attention instead of the formula
+
     def __init__(self, d_model, heads):
         super().__init__()
         self.heads, self.head_dim = heads, d_model // heads
@@ -53,9 +56,12 @@ class MultiheadAttention(nn.Module):
     def forward(self, query, key, value, mask):
         B, T, D = query.shape
         q, k, v = self.split(self.w_q(query)), self.split(self.w_k(key)), self.split(self.w_v(value))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        scores = scores.masked_fill(mask == 0, -1e9)  # mask: true = may attend
-        out = scores.softmax(-1) @ v
+        if MultiheadAttention.use_sdpa:  # PyTorch >= 2.0; a boolean mask: true = may attend
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        else:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+            scores = scores.masked_fill(mask == 0, -1e9)  # mask: true = may attend
+            out = scores.softmax(-1) @ v
         return self.w_o(out.transpose(1, 2).reshape(B, T, D))
 
 
@@ -155,13 +161,14 @@ def noam_lr(d_model, step):
     return d_model**-0.5 * min(step**-0.5, step * WARMUP**-1.5)
 
 
-def greedy_decode(model, src, out_len):
+def greedy_decode(model, src, out_len, decode_fn=None):
     """The Annotated Transformer's greedy_decode, for a batch: the whole prefix every step."""
+    decode_fn = decode_fn or model.decode
     src_mask = model.source_mask(src)
     memory = model.encode(src, src_mask)
     ys = torch.full((src.size(0), 1), START, dtype=torch.long)
     for _ in range(out_len - 1):
-        logits = model.decode(ys, memory, src_mask, model.target_mask(ys))
+        logits = decode_fn(ys, memory, src_mask, model.target_mask(ys))
         next_token = logits[:, -1, 1:].argmax(-1) + 1  # never padding, as scratchgrad
         ys = torch.cat([ys, next_token.unsqueeze(1)], dim=1)
     return ys
@@ -173,8 +180,19 @@ def main():
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=-1)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--attention", default="manual", choices=["manual", "sdpa"],
+                        help="the formula written out (as The Annotated Transformer) or "
+                        "F.scaled_dot_product_attention (PyTorch >= 2.0)")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the model (inductor); its compile time is reported "
+                        "apart and not in the per-step times")
     parser.add_argument("--json")
     args = parser.parse_args()
+    if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+        raise SystemExit(f"torch_copy_task: --attention sdpa needs PyTorch >= 2.0, not {torch.__version__}")
+    if args.compile and not hasattr(torch, "compile"):
+        raise SystemExit(f"torch_copy_task: --compile needs PyTorch >= 2.0, not {torch.__version__}")
+    MultiheadAttention.use_sdpa = args.attention == "sdpa"
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     big = args.config in ("annotated", "medium")
@@ -184,6 +202,15 @@ def main():
     model = Transformer(layers, d_model, heads, d_ff, max(length, 16))
     data = torch.Generator().manual_seed(0x1000)
     samples = []
+    # torch.compile: the model's forward (and with it the backward) compiled by inductor. Its
+    # first calls compile; they are timed apart (compile_s) and the warm-up steps cover them.
+    forward, decode_fn = model, model.decode
+    compile_start = time.perf_counter()
+    if args.compile:
+        forward = torch.compile(model)
+        decode_fn = torch.compile(model.decode, dynamic=True)  # the prefix grows every step
+        warmup = max(warmup, 3)
+    compile_s = None
 
     if args.config == "decode":
         model.eval()
@@ -191,7 +218,9 @@ def main():
         with torch.no_grad():
             for i in range(warmup + steps):
                 t0 = time.perf_counter()
-                greedy_decode(model, src, length)
+                greedy_decode(model, src, length, decode_fn)
+                if i == 0 and args.compile:
+                    compile_s = time.perf_counter() - compile_start
                 if i >= warmup:
                     samples.append((time.perf_counter() - t0) * 1e3)
         what = "greedy decode of 100 tiny sequences (full recompute)"
@@ -204,25 +233,31 @@ def main():
                 group["lr"] = noam_lr(d_model, i + 1)
             opt.zero_grad()  # first, as on the scratchgrad side (1.13 zeroes the gradients in place)
             src, tgt = make_batch(data, batch, length)
-            logits = model(src, tgt[:, :-1])
+            logits = forward(src, tgt[:, :-1])
             loss = F.cross_entropy(logits.reshape(-1, VOCAB), tgt[:, 1:].reshape(-1), ignore_index=PAD)
             loss.backward()
             opt.step()
             loss.item()
+            if i == 0 and args.compile:
+                compile_s = time.perf_counter() - compile_start
             if i >= warmup:
                 samples.append((time.perf_counter() - t0) * 1e3)
         what = "training step (forward + backward + Adam)"
 
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB
     med = statistics.median(samples)
-    print(f"pytorch {args.config}: {what}: median {med:.2f} ms, min {min(samples):.2f} ms "
-          f"over {len(samples)} runs; peak RSS {rss:.0f} MiB")
+    settings = {"attention": args.attention, "compile": args.compile,
+                "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "(default)")}
+    print(f"pytorch {torch.__version__} {args.config} {settings}: {what}: median {med:.2f} ms, "
+          f"min {min(samples):.2f} ms over {len(samples)} runs; peak RSS {rss:.0f} MiB"
+          + (f"; compiled in {compile_s:.1f} s" if compile_s is not None else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"framework": "pytorch", "torch": torch.__version__, "config": args.config,
                        "what": what, "median_ms": med, "min_ms": min(samples), "runs": len(samples),
                        "samples_ms": samples, "peak_rss_mib": rss, "threads": torch.get_num_threads(),
-                       "cpu": platform.processor()}, f)
+                       "cpu": platform.processor(), "settings": settings,
+                       "compile_s": compile_s}, f)
             f.write("\n")
 
 

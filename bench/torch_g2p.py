@@ -277,9 +277,13 @@ def main():
             print(f"step {step}: loss {loss.item():.3f}  dev WER {100 * wer:.2f}%  PER {100 * per:.2f}%"
                   f"  ({time.perf_counter() - start:.0f} s)", flush=True)
     step_s.sort()
+    train_seconds = time.perf_counter() - start
+    test_wer, test_per = error_rates(model, split["test"], letters, itos)  # greedy, every word
+    print(f"test (greedy, {len(split['test'])} words): WER {100 * test_wer:.2f}%  "
+          f"PER {100 * test_per:.2f}%", flush=True)
     result = {"torch": torch.__version__, "threads": a.threads, "config": vars(a),
               "steps": a.steps, "first_loss": losses[0], "final_loss": losses[-1],
-              "train_seconds": time.perf_counter() - start,
+              "train_seconds": train_seconds, "test_wer": test_wer, "test_per": test_per,
               "median_ms_per_step": 1000 * step_s[len(step_s) // 2], "evals": evals}
     print(json.dumps(result, indent=2))
     if a.json:

@@ -73,11 +73,14 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
            .attention(q.detach(), k.detach(), v.detach(), m, scale, out, weights)) {
     return attention_composed(q, k, v, mask, scale);
   }
+  // Two products per head, Q·Kᵀ and P·V; the backward runs four.
+  const double product_flops = 2.0 * static_cast<double>(B * H * T * S * (Dh + Dv));
+  profiler::count_flops(product_flops);
   const Tensor p = weights.detach();  // the weights' values, without the node recorded below
   out =
       record("fused_attention", out, {q, k, v},
              [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
-              sm = SavedTensor(m), scale, B, H, T, S, Dh, Dv](const Tensor& g) {
+              sm = SavedTensor(m), scale, B, H, T, S, Dh, Dv, product_flops](const Tensor& g) {
                const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
                if (is_grad_enabled()) {  // create_graph: differentiate the composition
                  return detail::composed_backward(
@@ -92,6 +95,7 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
                const bool done =
                    backend_for(g.device()).attention_backward(g, q_, k_, v_, p_, scale, dq, dk, dv);
                SG_CHECK(done, "fused_attention: the backend ran the forward but not the backward");
+               profiler::count_flops(2.0 * product_flops);
                return Grads{dq, dk, dv};
              });
   weights = record(

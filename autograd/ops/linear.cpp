@@ -59,31 +59,34 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, C
   if (!backend.linear(x_rows, weight.detach(), bias.detach(), out_rows)) {
     return linear_composed(x, weight, bias);
   }
+  const double product_flops = 2.0 * static_cast<double>(n_rows * in * out_features);
+  profiler::count_flops(product_flops);
 
   const bool need_dx = x.requires_grad(), need_dw = weight.requires_grad();
-  return record("fused_linear", out, {x, weight, bias},
-                [saved_x = need_dw ? SavedTensor(x) : SavedTensor(),
-                 saved_w = need_dx ? SavedTensor(weight) : SavedTensor(), need_dx, need_dw,
-                 need_db = bias.requires_grad(), n_rows, in, out_features,
-                 x_shape = x.shape()](const Tensor& g) {
-                  const Tensor g_rows = g.reshape({n_rows, out_features});
-                  const Tensor x_ = need_dw ? saved_x.get().reshape({n_rows, in}) : Tensor();
-                  const Tensor w_ = need_dx ? saved_w.get() : Tensor();
-                  if (is_grad_enabled()) {
-                    // create_graph: the same three products as recorded ops on the saved x and
-                    // W, so the gradient differentiates again.
-                    return Grads{need_dx ? matmul(g_rows, w_).view(x_shape) : Tensor(),
-                                 need_dw ? matmul(g_rows.t(), x_) : Tensor(),
-                                 need_db ? g_rows.sum(0) : Tensor()};
-                  }
-                  Tensor dx = need_dx ? empty({n_rows, in}, g.options()) : Tensor();
-                  Tensor dw = need_dw ? empty({out_features, in}, g.options()) : Tensor();
-                  Tensor db = need_db ? empty({out_features}, g.options()) : Tensor();
-                  const bool done =
-                      backend_for(g.device()).linear_backward(g_rows, x_, w_, dx, dw, db);
-                  SG_CHECK(done, "fused_linear: the backend ran the forward but not the backward");
-                  return Grads{need_dx ? dx.view(x_shape) : Tensor(), dw, db};
-                });
+  return record(
+      "fused_linear", out, {x, weight, bias},
+      [saved_x = need_dw ? SavedTensor(x) : SavedTensor(),
+       saved_w = need_dx ? SavedTensor(weight) : SavedTensor(), need_dx, need_dw,
+       need_db = bias.requires_grad(), n_rows, in, out_features, product_flops,
+       x_shape = x.shape()](const Tensor& g) {
+        const Tensor g_rows = g.reshape({n_rows, out_features});
+        const Tensor x_ = need_dw ? saved_x.get().reshape({n_rows, in}) : Tensor();
+        const Tensor w_ = need_dx ? saved_w.get() : Tensor();
+        if (is_grad_enabled()) {
+          // create_graph: the same three products as recorded ops on the saved x and
+          // W, so the gradient differentiates again.
+          return Grads{need_dx ? matmul(g_rows, w_).view(x_shape) : Tensor(),
+                       need_dw ? matmul(g_rows.t(), x_) : Tensor(),
+                       need_db ? g_rows.sum(0) : Tensor()};
+        }
+        Tensor dx = need_dx ? empty({n_rows, in}, g.options()) : Tensor();
+        Tensor dw = need_dw ? empty({out_features, in}, g.options()) : Tensor();
+        Tensor db = need_db ? empty({out_features}, g.options()) : Tensor();
+        const bool done = backend_for(g.device()).linear_backward(g_rows, x_, w_, dx, dw, db);
+        SG_CHECK(done, "fused_linear: the backend ran the forward but not the backward");
+        profiler::count_flops(product_flops * ((need_dx ? 1.0 : 0.0) + (need_dw ? 1.0 : 0.0)));
+        return Grads{need_dx ? dx.view(x_shape) : Tensor(), dw, db};
+      });
 }
 
 }  // namespace sg

@@ -118,6 +118,7 @@ void gemm_into(const Tensor& a, const Tensor& b, const Shape& batch, const Tenso
   Backend& backend = backend_for(out.device());
   if (out.numel() == 0) return;
   if (a.size(-1) == 0) return backend.fill(out, 0.0);  // K = 0: a sum of nothing
+  profiler::count_flops(2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(-1)));
 
   // A stack of matrices times one matrix, [.., M, K] · [K, N]: when a's rows lie in memory one
   // after another, the stack is one tall matrix [B*M, K] and a single large gemm does it all

@@ -38,6 +38,10 @@ int run_train(const Config& config, const TrainOptions& options, const std::stri
         {"train_seconds", s.train_seconds}, {"median_ms_per_step", s.median_ms_per_step},
         {"best_dev_wer", s.best_dev.wer},   {"best_dev_per", s.best_dev.per},
         {"best_step", s.best_step}};
+    for (const g2p::DevEvaluation& e : s.evals) {
+      j["evals"].push_back(
+          {{"step", e.step}, {"dev_wer", e.wer}, {"dev_per", e.per}, {"wall_seconds", e.seconds}});
+    }
     sg::examples::write_file_atomically(metrics, j.dump(2) + "\n");
   }
   return 0;

@@ -40,14 +40,19 @@ T parse_number(const std::string& text, const std::string& what) {
 
 struct History {
   std::vector<double> losses, eval_steps, dev_wer, dev_per;
+  // Wall seconds of training (evaluations included, resumed runs summed) at each evaluation, and
+  // in all at the last save: the time to reach a dev WER.
+  std::vector<double> eval_seconds;
+  double seconds = 0;
   Json to_json() const {
-    return {
-        {"losses", losses}, {"eval_steps", eval_steps}, {"dev_wer", dev_wer}, {"dev_per", dev_per}};
+    return {{"losses", losses},   {"eval_steps", eval_steps},     {"dev_wer", dev_wer},
+            {"dev_per", dev_per}, {"eval_seconds", eval_seconds}, {"seconds", seconds}};
   }
   static History from_json(const Json& j) {
     History h;
     j.at("losses").get_to(h.losses), j.at("eval_steps").get_to(h.eval_steps);
     j.at("dev_wer").get_to(h.dev_wer), j.at("dev_per").get_to(h.dev_per);
+    j.at("eval_seconds").get_to(h.eval_seconds), j.at("seconds").get_to(h.seconds);
     return h;
   }
 };
@@ -373,7 +378,14 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   sg::data::BucketLoader loader(std::move(pairs), config.max_tokens, config.seed);
   loader.set_position(state.loader);
 
+  const auto t_start = std::chrono::steady_clock::now();
+  const double seconds_before = state.history.seconds;  // a resumed run's earlier training
+  auto elapsed_seconds = [&] {
+    return seconds_before +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
   auto save_last = [&] {
+    state.history.seconds = elapsed_seconds();
     state.loader = loader.position();
     state.global_rng = sg::default_generator().state();
     sg::nn::NamedTensors unit = model.transformer->state_dict();
@@ -387,7 +399,6 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                                   !options.quiet && sg::examples::Progress::stderr_is_terminal(),
                                   std::max<int64_t>(1, config.eval_every / 10));
   std::vector<double> step_ms;
-  const auto t_start = std::chrono::steady_clock::now();
   model.transformer->train();
   while (state.step < end) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -426,8 +437,10 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
       state.history.eval_steps.push_back(static_cast<double>(state.step));
       state.history.dev_wer.push_back(dev.wer);
       state.history.dev_per.push_back(dev.per);
+      state.history.eval_seconds.push_back(elapsed_seconds());
       const bool best = dev.wer <= state.best_wer;
       if (best) {
+        state.history.seconds = elapsed_seconds();
         state.best_wer = dev.wer, state.best_per = dev.per, state.best_step = state.step;
         state.loader = loader.position();
         state.global_rng = sg::default_generator().state();
@@ -458,6 +471,11 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   }
   summary.steps = state.step;
   summary.losses = state.history.losses;
+  for (size_t i = 0; i < state.history.eval_steps.size(); ++i) {
+    summary.evals.push_back({static_cast<int64_t>(state.history.eval_steps[i]),
+                             state.history.dev_wer[i], state.history.dev_per[i],
+                             state.history.eval_seconds[i]});
+  }
   summary.first_loss = summary.losses.empty() ? 0 : summary.losses.front();
   summary.final_loss = summary.losses.empty() ? 0 : summary.losses.back();
   if (!step_ms.empty()) {

@@ -46,6 +46,12 @@ struct ErrorRates {
   int64_t words = 0;
 };
 
+struct DevEvaluation {
+  int64_t step = 0;
+  double wer = 0, per = 0;  // greedy, on the first dev_words dev words
+  double seconds = 0;       // wall seconds of training when it was taken
+};
+
 struct TrainSummary {
   int64_t steps = 0;
   double first_loss = 0, final_loss = 0;
@@ -53,6 +59,7 @@ struct TrainSummary {
   ErrorRates best_dev;
   int64_t best_step = 0;
   std::vector<double> losses;  // every step's, from step 1 (resumed runs included)
+  std::vector<DevEvaluation> evals;
 };
 
 TrainSummary train(const Config& config, const TrainOptions& options);
