@@ -8,8 +8,10 @@
 namespace sg::nn {
 
 ActivationCapture::ActivationCapture(Module& model) : model_(&model) {
+  std::set<const Module*> hooked;
   for (const auto& [name, module] : model.named_modules()) {
-    if (name.empty()) continue;  // the model itself
+    // Not the model itself; a module registered under two names is recorded under the first.
+    if (name.empty() || !hooked.insert(module.get()).second) continue;
     handles_.push_back(
         module->register_forward_hook([this, base = name](Module& m, const Tensor& output) {
           const int calls = calls_[&m]++;
@@ -35,8 +37,11 @@ void ActivationCapture::backward(const Tensor& loss) {
       inputs.push_back(r.output);
     }
   }
-  std::vector<Tensor> grads = autograd::grad({loss}, inputs, {}, /*retain_graph=*/true,
-                                             /*create_graph=*/false, /*allow_unused=*/true);
+  std::vector<Tensor> grads;
+  if (!inputs.empty()) {
+    grads = autograd::grad({loss}, inputs, {}, /*retain_graph=*/true, /*create_graph=*/false,
+                           /*allow_unused=*/true);
+  }
   for (Record& r : records_) {
     auto it = index.find(r.output.impl());
     r.grad = it == index.end() ? Tensor() : grads[it->second];

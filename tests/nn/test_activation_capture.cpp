@@ -162,6 +162,18 @@ TEST(CaptureActivations, SecondCallOfAModuleIsNumbered) {
   EXPECT_TRUE(tensors_near(rec[at("dropout")].grad, rec[at("positional")].grad, 0, 0));
 }
 
+TEST(CaptureActivations, AModuleRegisteredTwiceIsRecordedOncePerCall) {
+  auto shared = std::make_shared<ReLU>();
+  Sequential net;
+  net.push_back(shared);
+  net.push_back(shared);
+  ActivationCapture capture(net);
+  net.forward(input());
+  std::vector<std::string> names;
+  for (const auto& r : capture.records()) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"0", "0#2"}));
+}
+
 TEST(CaptureActivations, FileRoundTripComparesClean) {
   TempDir dir;
   auto net = two_layer();
