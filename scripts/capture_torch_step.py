@@ -23,7 +23,6 @@ Where the two models are built differently, the names are mapped here:
   the input of ffn.linear2              -> ffn.activation and ffn.dropout
 Exit status 77 (skipped) when python3-torch is missing; 2 for a checkpoint this model cannot be.
 """
-import math
 import os
 import re
 import sys
@@ -64,7 +63,8 @@ def build_model(checkpoint):
     tensors, metadata = load(checkpoint)
     config = {k[len("config."):]: v for k, v in metadata.items() if k.startswith("config.")}
     if metadata.get("format") != "scratchgrad-copy-task-1":
-        sys.exit(f"capture_torch_step: {checkpoint} is not a copy_task checkpoint")
+        print(f"capture_torch_step: {checkpoint} is not a copy_task checkpoint", file=sys.stderr)
+        sys.exit(2)
     if config["norm_first"] != "false" or config["positional"] != "sinusoidal":
         print(f"capture_torch_step: {checkpoint}: the PyTorch model is post-LN with sinusoidal "
               f"positions; this checkpoint has norm_first={config['norm_first']}, "
@@ -167,7 +167,8 @@ def entries(model, recorder, loss):
 
 def main(argv):
     if len(argv) != 4:
-        sys.exit(__doc__)
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
     checkpoint, batch_path, out_path = argv[1:]
     torch.set_num_threads(2)
     model, config = build_model(checkpoint)
