@@ -10,7 +10,7 @@ namespace sg::nn {
 class ReLU : public UnaryModule {
  public:
   ReLU() : UnaryModule("ReLU") {}
-  Tensor forward(const Tensor& x) override { return relu(x); }
+  Tensor forward(const Tensor& x) override { return call_forward_hooks(relu(x)); }
 };
 
 class GELU : public UnaryModule {
@@ -18,7 +18,7 @@ class GELU : public UnaryModule {
   explicit GELU(std::string mode = "none") : UnaryModule("GELU"), approximate(std::move(mode)) {
     gelu(zeros({1}), approximate);  // validates the mode now rather than at the first forward
   }
-  Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
+  Tensor forward(const Tensor& x) override { return call_forward_hooks(gelu(x, approximate)); }
   std::string approximate;
 
  protected:

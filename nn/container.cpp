@@ -9,7 +9,7 @@ void Sequential::push_back(std::shared_ptr<UnaryModule> module) {
 Tensor Sequential::forward(const Tensor& x) {
   Tensor y = x;
   for (auto& layer : layers_) y = layer->forward(y);
-  return y;
+  return call_forward_hooks(y);
 }
 
 std::shared_ptr<UnaryModule> Sequential::operator[](size_t i) const {

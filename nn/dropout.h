@@ -9,7 +9,9 @@ namespace sg::nn {
 class Dropout : public UnaryModule {
  public:
   explicit Dropout(double p = 0.5);
-  Tensor forward(const Tensor& x) override { return dropout(x, p, is_training()); }
+  Tensor forward(const Tensor& x) override {
+    return call_forward_hooks(dropout(x, p, is_training()));
+  }
   double p;
 
  protected:

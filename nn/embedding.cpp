@@ -23,7 +23,7 @@ Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
 Tensor Embedding::forward(const Tensor& ids) {
   SG_CHECK(ids.dtype() == kInt64, "Embedding: token ids must be int64, got {} of shape {}",
            ids.dtype(), ids.shape());
-  return embedding(weight, ids, padding_idx);
+  return call_forward_hooks(embedding(weight, ids, padding_idx));
 }
 
 std::string Embedding::extra_repr() const {

@@ -24,7 +24,8 @@ FeedForward::FeedForward(int64_t d_model_, int64_t d_ff_, double p, std::string 
 }
 
 Tensor FeedForward::forward(const Tensor& x) {
-  return linear2->forward(dropout->forward(activation_fn->forward(linear1->forward(x))));
+  return call_forward_hooks(
+      linear2->forward(dropout->forward(activation_fn->forward(linear1->forward(x)))));
 }
 
 }  // namespace sg::nn

@@ -13,7 +13,7 @@ LayerNorm::LayerNorm(Shape shape, double eps_, bool elementwise_affine)
 
 Tensor LayerNorm::forward(const Tensor& x) {
   // The fused op: the same math as layer_norm() below, with a hand-written backward.
-  return fused_layer_norm(x, normalized_shape, weight, bias, eps);
+  return call_forward_hooks(fused_layer_norm(x, normalized_shape, weight, bias, eps));
 }
 
 std::string LayerNorm::extra_repr() const {

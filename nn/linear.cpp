@@ -24,7 +24,7 @@ Tensor Linear::forward(const Tensor& x) {
            "Linear: expected input with last dim {} (in_features), got shape {}", in_features,
            x.shape());
   // The fused op: the same math as linear() below, the product accumulated onto the bias.
-  return fused_linear(x, weight, bias);
+  return call_forward_hooks(fused_linear(x, weight, bias));
 }
 
 std::string Linear::extra_repr() const {

@@ -4,6 +4,37 @@ namespace sg::nn {
 
 Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
 
+RemovableHandle& RemovableHandle::operator=(RemovableHandle&& other) noexcept {
+  if (this != &other) {
+    remove();
+    list_ = std::move(other.list_);
+    id_ = std::exchange(other.id_, 0);
+  }
+  return *this;
+}
+
+void RemovableHandle::remove() {
+  if (auto list = list_.lock()) {
+    std::erase_if(list->hooks, [&](const auto& entry) { return entry.first == id_; });
+  }
+  list_.reset();
+  id_ = 0;
+}
+
+RemovableHandle Module::register_forward_hook(ForwardHook hook) {
+  SG_CHECK(static_cast<bool>(hook), "{}: register_forward_hook: the hook is empty", type_name_);
+  if (!forward_hooks_) forward_hooks_ = std::make_shared<ForwardHookList>();
+  const uint64_t id = forward_hooks_->next_id++;
+  forward_hooks_->hooks.emplace_back(id, std::move(hook));
+  return RemovableHandle(forward_hooks_, id);
+}
+
+void Module::run_forward_hooks(const Tensor& output) {
+  // A copy: a hook may register or remove hooks of this module while the list is walked.
+  const std::vector<std::pair<uint64_t, ForwardHook>> hooks = forward_hooks_->hooks;
+  for (const auto& [id, hook] : hooks) hook(*this, output);
+}
+
 void Module::check_new_name(const std::string& name) const {
   SG_CHECK(!name.empty() && name.find('.') == std::string::npos,
            "{}: invalid name '{}' (names must be non-empty and contain no '.')", type_name_, name);

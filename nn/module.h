@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "nn/forward_hook.h"
 
 namespace sg::nn {
 
@@ -69,6 +70,10 @@ class Module : public std::enable_shared_from_this<Module> {
   void to(Device device);
   void to(DType dtype);
 
+  // ---- hooks (nn/forward_hook.h) ----
+  // `hook(module, output)` runs after every forward() of this module, until the handle removes it.
+  [[nodiscard]] RemovableHandle register_forward_hook(ForwardHook hook);
+
   // ---- printing ----
   const std::string& type_name() const { return type_name_; }
   // PyTorch-like tree: "Linear(in_features=4, out_features=8, bias=true)" or a nested listing.
@@ -78,6 +83,13 @@ class Module : public std::enable_shared_from_this<Module> {
   // The text inside the parentheses of this module's own line, e.g. "in_features=4, ...".
   virtual std::string extra_repr() const { return ""; }
 
+  // Every forward() returns through this: it runs the forward hooks, if any, and passes `output`
+  // on. Without hooks it is one pointer test.
+  Tensor call_forward_hooks(Tensor output) {
+    if (forward_hooks_ && !forward_hooks_->hooks.empty()) run_forward_hooks(output);
+    return output;
+  }
+
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void check_new_name(const std::string& name) const;
@@ -86,12 +98,14 @@ class Module : public std::enable_shared_from_this<Module> {
   void collect(const std::string& prefix, bool recurse, bool want_params, bool want_buffers,
                NamedTensors& out) const;
   void print_into(std::string& out, int indent) const;
+  void run_forward_hooks(const Tensor& output);
 
   std::string type_name_;
   NamedTensors parameters_;
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  std::shared_ptr<ForwardHookList> forward_hooks_;  // null until the first registration
 };
 
 // A module with one tensor in and one out, so containers such as Sequential can chain it.

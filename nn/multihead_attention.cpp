@@ -43,7 +43,9 @@ AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& k
            "MultiheadAttention: key {} and value {} must have the same length S", key.shape(),
            value.shape());
   // Keys and values are split with their own length S: in cross-attention S != T.
-  return attend(query, project_keys(key), project_values(value), mask);
+  AttentionOutput out = attend(query, project_keys(key), project_values(value), mask);
+  out.output = call_forward_hooks(out.output);
+  return out;
 }
 
 Tensor MultiheadAttention::project_keys(const Tensor& key) const {

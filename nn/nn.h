@@ -3,6 +3,7 @@
 
 #include "autograd/autograd.h"
 #include "nn/activation.h"
+#include "nn/activation_capture.h"
 #include "nn/attention.h"
 #include "nn/container.h"
 #include "nn/data/bucket_loader.h"

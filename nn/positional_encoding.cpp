@@ -47,7 +47,7 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model_, int
 }
 
 Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, int64_t start) {
-  return add_rows(x, pe, start);
+  return call_forward_hooks(add_rows(x, pe, start));
 }
 
 LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d_model_, int64_t max_len_)
@@ -64,7 +64,7 @@ LearnedPositionalEncoding::LearnedPositionalEncoding(int64_t d_model_, int64_t m
 Tensor LearnedPositionalEncoding::forward(const Tensor& x, int64_t start) {
   // Row t of the table belongs to position t. (Looking it up by token id instead, as one
   // tutorial's decoder does, gives "position" vectors that say nothing about order.)
-  return add_rows(x, weight, start);
+  return call_forward_hooks(add_rows(x, weight, start));
 }
 
 }  // namespace sg::nn

@@ -102,7 +102,7 @@ Tensor Transformer::forward(const Tensor& src, const Tensor& tgt) {
            src.shape(), tgt.shape());
   Tensor src_mask = source_mask(src);
   Tensor memory = encode(src, src_mask);
-  return decode(tgt, memory, src_mask, target_mask(tgt));
+  return call_forward_hooks(decode(tgt, memory, src_mask, target_mask(tgt)));
 }
 
 std::string Transformer::extra_repr() const { return options_.to_string(); }

@@ -22,10 +22,10 @@ DecoderLayer::DecoderLayer(const TransformerOptions& o)
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor& tgt_mask,
                              const Tensor& memory_mask) {
-  return run(
+  return call_forward_hooks(run(
       x, [&](const Tensor& h) { return self_attn->forward(h, h, h, tgt_mask); },
       // Queries come from the target; keys and values from the encoder output (S != T is fine).
-      [&](const Tensor& h) { return cross_attn->forward(h, memory, memory, memory_mask); });
+      [&](const Tensor& h) { return cross_attn->forward(h, memory, memory, memory_mask); }));
 }
 
 Tensor DecoderLayer::step(const Tensor& x, LayerCache& cache, const Tensor& memory_mask) {
@@ -110,7 +110,7 @@ Tensor Decoder::forward(const Tensor& x, const Tensor& memory, const Tensor& tgt
   Tensor h = x;
   for (size_t i = 0; i < layers->size(); ++i)
     h = layers->at<DecoderLayer>(i)->forward(h, memory, tgt_mask, memory_mask);
-  return norm ? norm->forward(h) : h;
+  return call_forward_hooks(norm ? norm->forward(h) : h);
 }
 
 }  // namespace sg::nn

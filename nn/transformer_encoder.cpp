@@ -21,10 +21,10 @@ Tensor EncoderLayer::forward(const Tensor& x, const Tensor& src_mask) {
   auto feed = [&](const Tensor& h) { return dropout2->forward(ffn->forward(h)); };
   if (norm_first) {
     Tensor h = x + attend(norm1->forward(x));
-    return h + feed(norm2->forward(h));
+    return call_forward_hooks(h + feed(norm2->forward(h)));
   }
   Tensor h = norm1->forward(x + attend(x));
-  return norm2->forward(h + feed(h));
+  return call_forward_hooks(norm2->forward(h + feed(h)));
 }
 
 std::string EncoderLayer::extra_repr() const { return fmt::format("norm_first={}", norm_first); }
@@ -42,7 +42,7 @@ Encoder::Encoder(const TransformerOptions& o) : Module("Encoder") {
 Tensor Encoder::forward(const Tensor& x, const Tensor& src_mask) {
   Tensor h = x;
   for (size_t i = 0; i < layers->size(); ++i) h = layers->at<EncoderLayer>(i)->forward(h, src_mask);
-  return norm ? norm->forward(h) : h;
+  return call_forward_hooks(norm ? norm->forward(h) : h);
 }
 
 }  // namespace sg::nn

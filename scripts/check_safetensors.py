@@ -14,6 +14,7 @@ flattened row-major (floats as repr, so exact). The test tests/nn/test_safetenso
 (and skips when python3-torch is missing: exit status 77).
 """
 import json
+import os
 import struct
 import sys
 
@@ -70,20 +71,28 @@ def reference_tensors():
     }
 
 
-def write(path):
-    tensors = reference_tensors()
-    # Data in reverse name order, so a reader cannot rely on header order matching data order.
-    header, chunks, offset = {"__metadata__": {"written_by": "torch " + torch.__version__}}, [], 0
-    for name in sorted(tensors, reverse=True):
-        t = tensors[name].contiguous()
+def write_tensors(path, tensors, metadata, names=None):
+    """Writes `tensors` ({name: tensor}) with `metadata` ({str: str}), data in the order of `names`
+    (default: the dict's order). scripts/capture_torch_step.py writes its captures with it."""
+    header, chunks, offset = {"__metadata__": dict(metadata)}, [], 0
+    for name in tensors if names is None else names:
+        t = tensors[name].detach().contiguous()
         raw = t.numpy().tobytes() if t.numel() else b""
         header[name] = {"dtype": CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)
     text = json.dumps(header).encode("utf-8")
     text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
+    temporary = f"{path}.tmp-{os.getpid()}"  # renamed when complete: never a half-written file
+    with open(temporary, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+    os.replace(temporary, path)
+
+
+def write(path):
+    # Data in reverse name order, so a reader cannot rely on header order matching data order.
+    tensors = reference_tensors()
+    write_tensors(path, tensors, {"written_by": "torch " + torch.__version__}, sorted(tensors, reverse=True))
 
 
 if __name__ == "__main__":

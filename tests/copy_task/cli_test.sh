@@ -78,6 +78,13 @@ else
   passes=$((passes + 1))
 fi
 expect_error "cannot open $dir/missing.safetensors" compare "$ckpt" "$dir/missing.safetensors"
+expect_ok "module outputs, their gradients" capture --checkpoint "$ckpt" --batch-size 2 \
+  --batch-out "$dir/batch.safetensors" --out "$dir/capture.safetensors"
+expect_ok "no divergence beyond atol 1e-05" compare "$dir/capture.safetensors" "$dir/capture.safetensors"
+expect_error "checkpoint $dir/nothing.safetensors does not exist" capture \
+  --checkpoint "$dir/nothing.safetensors" --out "$dir/c.safetensors"
+SCRATCHGRAD_PLANTED_BUG=typo expect_error "unknown planted bug" capture --checkpoint "$ckpt" \
+  --out "$dir/c.safetensors"
 expect_ok "step 3: " decode --checkpoint "$ckpt" --print-logits "1 5 3 9"
 expect_error "does not combine with --beam 2" decode --checkpoint "$ckpt" --print-logits --beam 2 "1 5"
 expect_ok "->" decode --checkpoint "$ckpt" --beam 3 "5 3 9"
