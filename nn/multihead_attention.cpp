@@ -23,8 +23,10 @@ MultiheadAttention::MultiheadAttention(int64_t d_model_, int64_t heads_, double 
 }
 
 Tensor MultiheadAttention::split_heads(const Tensor& x) const {
+  // --8<-- [start:ex08.split_heads]
   // [B, L, D] -> [B, L, H, Dh] (a view: D is contiguous) -> [B, H, L, Dh] (strides swapped).
   return x.view({x.size(0), x.size(1), heads, head_dim}).transpose(1, 2);
+  // --8<-- [end:ex08.split_heads]
 }
 
 AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key,

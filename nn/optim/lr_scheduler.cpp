@@ -33,11 +33,13 @@ WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_, int64_t to
 }
 
 double WarmupCosineLR::lr_at(int64_t step) const {
+  // --8<-- [start:ex05.warmup_cosine]
   const double base = optimizer().initial_lr();
   if (step < warmup) return base * static_cast<double>(step) / static_cast<double>(warmup);
   const double progress =
       std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - warmup));
   return min_lr + (base - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  // --8<-- [end:ex05.warmup_cosine]
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size_, double gamma_)
