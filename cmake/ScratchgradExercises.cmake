@@ -31,7 +31,8 @@ if(SCRATCHGRAD_EXERCISES)
 endif()
 
 # sg_exercise_sources(<target>): in exercise mode, swaps <target>'s sources that hold a selected
-# exercise for their spliced copies (same compile options). Call it where <target> is defined.
+# exercise for their spliced copies (same per-file compile options and definitions). Call it
+# where <target> is defined, after those are set.
 function(sg_exercise_sources target)
   if(NOT SCRATCHGRAD_EXERCISES)
     return()
@@ -53,10 +54,12 @@ function(sg_exercise_sources target)
       DEPENDS "${absolute}" ${PROJECT_SOURCE_DIR}/scripts/exercises.py
       COMMENT "Exercise mode: ${relative} with the learner's regions"
       VERBATIM)
-    get_source_file_property(options "${absolute}" COMPILE_OPTIONS)
-    if(options)
-      set_source_files_properties("${copy}" PROPERTIES COMPILE_OPTIONS "${options}")
-    endif()
+    foreach(property IN ITEMS COMPILE_OPTIONS COMPILE_DEFINITIONS)
+      get_source_file_property(value "${absolute}" ${property})
+      if(value)
+        set_source_files_properties("${copy}" PROPERTIES ${property} "${value}")
+      endif()
+    endforeach()
     list(APPEND swapped "${copy}")
   endforeach()
   set_property(TARGET ${target} PROPERTY SOURCES ${swapped})

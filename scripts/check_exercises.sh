@@ -6,7 +6,7 @@
 #      builds warning-free and passes every chapter's tests: what a learner who got everything
 #      right sees.
 # One build directory serves every step: each step rebuilds only the spliced source files and
-# relinks the two test programs, so an existing build (CI passes BUILD_DIR=build, already built)
+# relinks the test programs, so an existing build (CI passes BUILD_DIR=build, already built)
 # costs seconds per exercise; the script then sets it back to SCRATCHGRAD_EXERCISES="" and
 # relinks. Without BUILD_DIR, build-exercises/ is configured (Release, -Werror, no examples).
 # The learner's exercises/ is never touched; the stubs go to <build dir>/exercises.
@@ -41,16 +41,22 @@ configure() {
   fresh=()
 }
 # Whatever happens, the build directory ends up building the library's own code again.
-restore() { cmake -S . -B "$build_dir" -DSCRATCHGRAD_EXERCISES= > /dev/null 2>&1 || true; }
+restore() {
+  cmake -S . -B "$build_dir" -DSCRATCHGRAD_EXERCISES= -USCRATCHGRAD_EXERCISES_DIR > /dev/null 2>&1 || true
+}
 trap restore EXIT
 
+# The chapters' test programs: the two gtest binaries, and the copy task's (chapter 12) where the
+# build has the examples.
+targets=(autograd_tests nn_tests)
 build() {
-  cmake --build "$build_dir" --parallel "$jobs" --target autograd_tests nn_tests > "$build_dir/exercises-build.log" 2>&1 \
+  [[ -x $build_dir/tests/copy_task_tests ]] && targets+=(copy_task_tests copy_task)
+  cmake --build "$build_dir" --parallel "$jobs" --target "${targets[@]}" > "$build_dir/exercises-build.log" 2>&1 \
     || { tail -50 "$build_dir/exercises-build.log" >&2; echo "check_exercises: the build of $1 failed" >&2; exit 1; }
 }
 
-# ctest on a chapter's label, output in $log; returns ctest's status. Only the two test programs
-# are rebuilt, so the chapter's example programs (label "example") are left out.
+# ctest on a chapter's label, output in $log; returns ctest's status. Only the test programs are
+# rebuilt, so the chapter's example programs (label "example") are left out.
 run_chapter() {
   (cd "$build_dir" && SCRATCHGRAD_KERNELS=reference OPENBLAS_NUM_THREADS=1 \
     ctest -L "^ch($1)\$" -LE example --output-on-failure --parallel "$jobs") > "$log" 2>&1

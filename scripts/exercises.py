@@ -18,7 +18,7 @@ pasted in place, sees everything the solution saw. The library's files are never
     python3 scripts/exercises.py start NN [--dir D] [--solutions]   # write the stubs
     python3 scripts/exercises.py sources SELECTION   # the files to splice (for CMake)
     python3 scripts/exercises.py splice SELECTION FILE OUT --dir D  # write FILE's spliced copy
-    python3 scripts/exercises.py check-markers       # every exercise's markers, once each
+    python3 scripts/exercises.py check-markers       # markers once each; chapters list theirs
 
 scripts/exercise.sh is the learner's command (start, check, reset); docs/design.md, "Exercise
 mode", says why it works this way.
@@ -101,7 +101,10 @@ EXERCISES = [
     ),
     Exercise(
         "04", "matmul_backward", "autograd/ops/matmul.cpp",
-        "the backward lambda of Tensor matmul(const Tensor& a, const Tensor& b, CallSite site)",
+        "the backward lambda of Tensor matmul(const Tensor& a, const Tensor& b, CallSite site): "
+        "it gets g, the gradient of C, and has captured saved_a and saved_b (SavedTensor: .get(); "
+        "each saved only when the other operand's gradient is needed), a_dim, b_dim, need_da, "
+        "need_db and b_transposed; it returns Grads{da, db}",
         "C = A·B gives dA = dC·Bᵀ and dB = Aᵀ·dC, each computed by matmul itself on transposed "
         "views. View vector operands as matrices first (as_left_matrix, as_right_matrix, "
         "as_matrix_result; their recorded_ twins when is_grad_enabled()) and squeeze the "
@@ -132,7 +135,10 @@ EXERCISES = [
     Exercise(
         "06", "cross_entropy_backward", "autograd/ops/cross_entropy.cpp",
         "the backward lambda of Tensor cross_entropy(logits, target, ...), once create_graph is "
-        "ruled out: lp = slp.get() holds the saved log-probabilities [N, C]",
+        "ruled out: it gets g, the loss's gradient, and has captured slp (log-probabilities [N, "
+        "C]), st (the targets [N, 1], ignored ones pointing at 0), skeep ([N, 1], 1 for kept "
+        "rows), scount (the kept count), mode, eps and logits_shape; it returns "
+        "Grads{dlogits, Tensor()}",
         "the gradient of the loss with respect to the logits is softmax(logits) - q, where q is "
         "the target distribution: 1 - eps at the target class plus eps/C everywhere "
         "(scatter_add puts a value at each row's target, st). Then scale each row by its share "
@@ -245,14 +251,14 @@ def stub_text(exercise, with_solution=False):
     hint = textwrap.fill(
         "Hint: " + exercise.hint, width=96, initial_indent="// ", subsequent_indent="// "
     )
-    where = textwrap.fill(exercise.where, width=96, initial_indent="//   ", subsequent_indent="//   ")
+    what = exercise.where if exercise.where.startswith("the ") else "the body of " + exercise.where
+    where = textwrap.fill(what, width=96, initial_indent="//   ", subsequent_indent="//   ")
     body = solution(exercise) if with_solution else f"throw sg::Error({cpp_string(exercise.message())});\n"
     return (
-        f"// Exercise {exercise.id} (chapter {int(exercise.chapter)}). Write the body of\n"
+        f"// Exercise {exercise.id} (chapter {int(exercise.chapter)}). Write, in {exercise.path},\n"
         f"{where}\n"
-        f"// in {exercise.path}. The build pastes this file there in place of the solution\n"
-        f"// (SCRATCHGRAD_EXERCISES={exercise.chapter}), so the parameters, that file's includes and its\n"
-        "// helpers are all in scope; this file is never compiled alone.\n"
+        "// The build pastes this file there in place of the solution, so the parameters, that file's\n"
+        "// includes and its helpers are all in scope; it is never compiled alone.\n"
         "//\n"
         f"{hint}\n"
         "//\n"
@@ -333,7 +339,8 @@ def cmd_splice(args):
 
 
 def cmd_check_markers(args):
-    """Every exercise's marker pair exists once; every exercise marker in the sources is listed."""
+    """Every exercise's marker pair exists once; every exercise marker in the sources is listed;
+    every chapter 1-12 has exercises, and its page names them."""
     errors = []
     for e in EXERCISES:
         try:
@@ -352,6 +359,15 @@ def cmd_check_markers(args):
     for chapter in [f"{n:02}" for n in range(1, 13)]:
         if chapter not in chapters():
             errors.append(f"exercises: chapter {chapter} has no exercise")
+    # Each chapter's page lists its exercises and the commands (its "Exercises" section).
+    for chapter in chapters():
+        pages = sorted((ROOT / "docs").glob(f"{chapter}-*.md"))
+        text = pages[0].read_text(encoding="utf-8") if pages else ""
+        for needed in [f"`{e.id}`" for e in EXERCISES if e.chapter == chapter] + [
+            f"bash scripts/exercise.sh start {chapter}"
+        ]:
+            if needed not in text:
+                errors.append(f"exercises: docs/{chapter}-*.md does not mention {needed}")
     for error in errors:
         print(error, file=sys.stderr)
     if errors:
