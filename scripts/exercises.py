@@ -195,6 +195,13 @@ EXERCISES = [
         "combine make_padding_mask ([B, 1, 1, T]) and make_causal_mask ([1, 1, T, T]) with "
         "logical_and. Check the tokens first (check_tokens).",
     ),
+    Exercise(
+        "12", "noam_lr", "nn/optim/lr_scheduler.cpp",
+        "double NoamLR::lr_at(int64_t step) const (members d_model, warmup, factor)",
+        "the chapter's formula, factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): its "
+        "two branches meet at step = warmup, a linear warm-up before and 1/√step after. Step 0 "
+        "has no step^-0.5: count it as step 1, as the Annotated Transformer does under LambdaLR.",
+    ),
 ]
 
 MARKER_NAME = re.compile(r"--8<-- \[(start|end):(ex\d\d\.\w+)\]")
