@@ -62,6 +62,13 @@ EXERCISES = [
         "product that overflows saturates at INT64_MAX.",
     ),
     Exercise(
+        "01", "is_contiguous", "autograd/tensor.cpp",
+        "bool Tensor::is_contiguous() const",
+        "contiguous means the strides are exactly what contiguous_strides would give, walking "
+        "from the last dim with an expected stride that starts at 1 and grows by each size. A "
+        "dim of size 1 is never stepped along, so its stride does not matter (PyTorch agrees).",
+    ),
+    Exercise(
         "01", "transpose", "autograd/ops/views.cpp",
         "Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, CallSite site), after its "
         "call-site bookkeeping",
@@ -163,6 +170,13 @@ EXERCISES = [
         "Tensor MultiheadAttention::split_heads(const Tensor& x) const",
         "[B, L, D] -> [B, H, L, Dh]: D = H·Dh is contiguous, so a view splits it into [B, L, H, "
         "Dh] with no copy; then swap L and H, again without copying.",
+    ),
+    Exercise(
+        "08", "merge_heads", "nn/multihead_attention.cpp",
+        "Tensor MultiheadAttention::merge_heads(const Tensor& x) const",
+        "undo the split: [B, H, T, Dh] -> [B, T, H, Dh] by swapping dims 1 and 2, then read the "
+        "last two dims as one of size d_model. After the swap they are no longer adjacent in "
+        "memory, so view refuses it: reshape copies when it must.",
     ),
     Exercise(
         "09", "layer_norm", "autograd/ops/normalization.cpp",
