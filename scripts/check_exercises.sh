@@ -49,8 +49,10 @@ trap restore EXIT
 # The chapters' test programs: the two gtest binaries, and the copy task's (chapter 12) where the
 # build has the examples.
 targets=(autograd_tests nn_tests)
+if [[ -x $build_dir/tests/copy_task_tests ]]; then
+  targets+=(copy_task_tests copy_task)
+fi
 build() {
-  [[ -x $build_dir/tests/copy_task_tests ]] && targets+=(copy_task_tests copy_task)
   cmake --build "$build_dir" --parallel "$jobs" --target "${targets[@]}" > "$build_dir/exercises-build.log" 2>&1 \
     || { tail -50 "$build_dir/exercises-build.log" >&2; echo "check_exercises: the build of $1 failed" >&2; exit 1; }
 }
