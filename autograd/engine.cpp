@@ -17,6 +17,7 @@ namespace {
 // so that an in-place change to one leaf's .grad() (clip_grad_norm_, say) can never reach
 // another's.
 void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
+  // --8<-- [start:ex03.accumulate_into_leaf]
   if (!leaf.grad) {
     // Kept as is only when nothing else can reach its memory (no other tensor or view of the same
     // storage): the common case, a gradient just computed for this leaf alone, costs no copy.
@@ -25,6 +26,7 @@ void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
   } else {
     leaf.grad = (Tensor(leaf.grad) + grad).impl_ptr();
   }
+  // --8<-- [end:ex03.accumulate_into_leaf]
 }
 
 // Counts, for every node reachable from `roots`, how many edges point at it. Iterative DFS: a
@@ -67,6 +69,7 @@ std::unordered_map<TensorImpl*, int> count_hooked_leaf_uses(
 // algorithm, run on a copy of the dependency counts without calling anything).
 std::vector<Node*> topological_order(const std::vector<Node*>& roots,
                                      std::unordered_map<Node*, int> deps) {
+  // --8<-- [start:ex03.topological_order]
   std::vector<Node*> order, ready;
   for (Node* root : roots) {
     if (deps[root] == 0) ready.push_back(root);
@@ -80,6 +83,7 @@ std::vector<Node*> topological_order(const std::vector<Node*>& roots,
     }
   }
   return order;
+  // --8<-- [end:ex03.topological_order]
 }
 
 // Where gradients are taken for sg::autograd::grad: the inputs' leaves and nodes, by position.

@@ -21,6 +21,7 @@ int64_t numel_of(const Shape& shape) {
 }
 
 Strides contiguous_strides(const Shape& shape) {
+  // --8<-- [start:ex01.contiguous_strides]
   Strides strides(shape.size());
   int64_t step = 1;
   for (size_t i = shape.size(); i-- > 0;) {
@@ -32,6 +33,7 @@ Strides contiguous_strides(const Shape& shape) {
     }
   }
   return strides;
+  // --8<-- [end:ex01.contiguous_strides]
 }
 
 int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim) {
@@ -53,6 +55,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 }
 
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b) {
+  // --8<-- [start:ex02.broadcast_shapes]
   size_t n = std::max(a.size(), b.size());
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
@@ -65,6 +68,7 @@ Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b) {
     out[n - 1 - i] = sa == 1 ? sb : sa;
   }
   return out;
+  // --8<-- [end:ex02.broadcast_shapes]
 }
 
 Shape infer_size(std::string_view op, const Shape& requested, int64_t numel) {

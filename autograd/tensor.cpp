@@ -35,6 +35,7 @@ int64_t Tensor::stride(int64_t dim) const {
 }
 
 bool Tensor::is_contiguous() const {
+  // --8<-- [start:ex01.is_contiguous]
   // Size-1 dims may carry any stride; only dims that are stepped along must match.
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
@@ -43,6 +44,7 @@ bool Tensor::is_contiguous() const {
     expected *= shape()[d];
   }
   return true;
+  // --8<-- [end:ex01.is_contiguous]
 }
 
 bool Tensor::shares_storage(const Tensor& other) const {

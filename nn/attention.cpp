@@ -51,11 +51,13 @@ Tensor make_padding_mask(const Tensor& tokens, int64_t pad) {
 }
 
 Tensor make_causal_mask(int64_t T, Device device) {
+  // --8<-- [start:ex07.causal_mask]
   SG_CHECK(T >= 0, "make_causal_mask: length must be non-negative, got {}", T);
   const TensorOptions options = TensorOptions(kInt64).device(device);
   Tensor query = arange(static_cast<double>(T), options).view({T, 1});
   Tensor key = arange(static_cast<double>(T), options).view({1, T});
   return (key <= query).view({1, 1, T, T});  // key position <= query position
+  // --8<-- [end:ex07.causal_mask]
 }
 
 }  // namespace sg::nn

@@ -23,8 +23,10 @@ MultiheadAttention::MultiheadAttention(int64_t d_model_, int64_t heads_, double 
 }
 
 Tensor MultiheadAttention::split_heads(const Tensor& x) const {
+  // --8<-- [start:ex08.split_heads]
   // [B, L, D] -> [B, L, H, Dh] (a view: D is contiguous) -> [B, H, L, Dh] (strides swapped).
   return x.view({x.size(0), x.size(1), heads, head_dim}).transpose(1, 2);
+  // --8<-- [end:ex08.split_heads]
 }
 
 AttentionOutput MultiheadAttention::forward(const Tensor& query, const Tensor& key,
@@ -61,7 +63,6 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& k,
   SG_CHECK(query.dim() == 3 && query.size(2) == d_model,
            "MultiheadAttention: expected query of shape [B, T, {}], got {}", d_model,
            query.shape());
-  const int64_t B = query.size(0), T = query.size(1);
   Tensor q = split_heads(w_q->forward(query));  // [B, H, T, Dh]
   // A [B, T, S] mask has no head dim; give it one so B lines up with B, not with H.
   Tensor m = mask.defined() && mask.dim() == 3 ? mask.unsqueeze(1) : mask;
@@ -74,10 +75,15 @@ AttentionOutput MultiheadAttention::attend(const Tensor& query, const Tensor& k,
   } else {
     a = scaled_dot_product_attention(q, k, v, m, dropout, is_training());
   }
-  // Merge the heads: [B, H, T, Dh] -> [B, T, H, Dh] -> [B, T, D]: a copy, except where
-  // fused_attention made the output, already laid out [B, T, H, Dh] (then a view).
-  Tensor merged = a.output.transpose(1, 2).reshape({B, T, d_model});
-  return {w_o->forward(merged), a.weights};
+  return {w_o->forward(merge_heads(a.output)), a.weights};
+}
+
+Tensor MultiheadAttention::merge_heads(const Tensor& x) const {
+  // --8<-- [start:ex08.merge_heads]
+  // [B, H, T, Dh] -> [B, T, H, Dh] -> [B, T, D]: a copy, except where fused_attention made the
+  // output, already laid out [B, T, H, Dh] (then a view).
+  return x.transpose(1, 2).reshape({x.size(0), x.size(2), d_model});
+  // --8<-- [end:ex08.merge_heads]
 }
 
 std::string MultiheadAttention::extra_repr() const {

@@ -47,6 +47,7 @@ class MultiheadAttention : public Module {
 
  private:
   Tensor split_heads(const Tensor& x) const;  // [B, L, D] -> [B, H, L, Dh]
+  Tensor merge_heads(const Tensor& x) const;  // [B, H, T, Dh] -> [B, T, D]
 };
 
 }  // namespace sg::nn

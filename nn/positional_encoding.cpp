@@ -34,6 +34,7 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model_, int
   // empty() checks the size max_len * d_model (an error, not a wrapped product and a short table).
   Tensor values = empty({max_len, d_model}, kFloat64);
   double* table = values.data_ptr<double>();
+  // --8<-- [start:ex10.sinusoidal_table]
   for (int64_t t = 0; t < max_len; ++t) {
     for (int64_t i = 0; i < d_model; i += 2) {
       const double angle =
@@ -43,6 +44,7 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int64_t d_model_, int
       if (i + 1 < d_model) table[t * d_model + i + 1] = std::cos(angle);
     }
   }
+  // --8<-- [end:ex10.sinusoidal_table]
   pe = register_buffer("pe", values.to(kFloat32));
 }
 

@@ -64,10 +64,12 @@ Tensor Transformer::source_mask(const Tensor& src) const {
 }
 
 Tensor Transformer::target_mask(const Tensor& tgt) const {
+  // --8<-- [start:ex12.target_mask]
   check_tokens("target", tgt);
   // Query t may look at key j when j <= t AND token j is not padding: [B, 1, 1, T] & [1, 1, T, T].
   return logical_and(make_padding_mask(tgt, options_.pad_idx),
                      make_causal_mask(tgt.size(1), tgt.device()));
+  // --8<-- [end:ex12.target_mask]
 }
 
 Tensor Transformer::encode(const Tensor& src, const Tensor& src_mask) {

@@ -49,6 +49,7 @@ Tensor DecoderLayer::step(const Tensor& x, LayerCache& cache, const Tensor& memo
 }
 
 Tensor DecoderLayer::run(const Tensor& x, const Attend& attend_self, const Attend& attend_memory) {
+  // --8<-- [start:ex11.decoder_layer]
   auto self_block = [&](const Tensor& h) {
     AttentionOutput a = attend_self(h);
     last_self_attention = a.weights.detach();
@@ -68,6 +69,7 @@ Tensor DecoderLayer::run(const Tensor& x, const Attend& attend_self, const Atten
   Tensor h = norm1->forward(x + self_block(x));
   h = norm2->forward(h + memory_block(h));
   return norm3->forward(h + feed(h));
+  // --8<-- [end:ex11.decoder_layer]
 }
 
 std::string DecoderLayer::extra_repr() const { return fmt::format("norm_first={}", norm_first); }

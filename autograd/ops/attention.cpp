@@ -28,6 +28,7 @@ std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, c
                                              const Tensor& mask, double scale, double dropout_p,
                                              bool training, CallSite site) {
   const CallSiteScope call_site(site);
+  // --8<-- [start:ex07.attention]
   // Scaling q rather than the scores: q [..., T, Dh] is no bigger than the scores [..., T, S],
   // and the product comes out contiguous, so the batched matmuls below (and their backward)
   // read q in place instead of copying the per-head view. k and v likewise, once.
@@ -44,6 +45,7 @@ std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, c
   Tensor weights = mask.defined() ? masked_softmax(scores, mask, -1) : softmax(scores, -1);
   Tensor dropped = dropout(weights, dropout_p, training);
   return {matmul(dropped, v.contiguous()), weights};
+  // --8<-- [end:ex07.attention]
 }
 
 std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -191,6 +191,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
               },
               {slogits.get(), starget.get()}, g);
         }
+        // --8<-- [start:ex06.cross_entropy_backward]
         const Tensor& lp = slp.get();
         const int64_t rows = lp.size(0), classes = lp.size(1);
         // dx = softmax - q = exp(log p) - ε/C everywhere, then - (1 - ε) at the target.
@@ -207,6 +208,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
         }
         dx.mul_(row_scale);
         return Grads{dx.view(logits_shape), Tensor()};
+        // --8<-- [end:ex06.cross_entropy_backward]
       });
 }
 

@@ -181,7 +181,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite site) {
   return record("matmul", out, {a, b},
                 [saved_a = need_db ? SavedTensor(a) : SavedTensor(),
                  saved_b = need_da ? SavedTensor(b) : SavedTensor(), a_dim = a.dim(),
-                 b_dim = b.dim(), need_da, need_db, b_transposed](const Tensor& g) {
+                 b_dim = b.dim(), need_da, need_db, b_transposed](const Tensor& g) -> Grads {
+                  // --8<-- [start:ex04.matmul_backward]
                   // create_graph: the vector-to-matrix views become recorded ones, so that the
                   // gradient's graph reaches g and the saved operands through them.
                   const bool graph = is_grad_enabled();
@@ -213,6 +214,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite site) {
                     if (b_dim == 1) db = db.squeeze(db.dim() - 1);  // [.., K]
                   }
                   return Grads{da, db};
+                  // --8<-- [end:ex04.matmul_backward]
                 });
 }
 

@@ -32,6 +32,7 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
                            const Tensor& bias, double eps, CallSite site) {
   const CallSiteScope call_site(site);
   check_layer_norm(x, normalized_shape);
+  // --8<-- [start:ex09.layer_norm]
   std::vector<int64_t> dims;
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
   for (int64_t i = 0; i < k; ++i) dims.push_back(x.dim() - k + i);
@@ -44,6 +45,7 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
   if (weight.defined()) y = y * weight;
   if (bias.defined()) y = y + bias;
   return y;
+  // --8<-- [end:ex09.layer_norm]
 }
 
 Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,

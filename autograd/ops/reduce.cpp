@@ -261,6 +261,7 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, CallSite site) {
 Tensor sum_to(const Tensor& x, const Shape& shape, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("sum_to");
+  // --8<-- [start:ex02.sum_to]
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
   SG_CHECK(lead >= 0, "sum_to: cannot sum shape {} to the larger shape {}", x.shape(), shape);
   std::vector<int64_t> dims;
@@ -277,6 +278,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape, CallSite site) {
   }
   if (dims.empty()) return x;  // nothing was broadcast (and an empty list would mean "all")
   return sum(x, dims, /*keepdim=*/true).view(shape);
+  // --8<-- [end:ex02.sum_to]
 }
 
 }  // namespace sg

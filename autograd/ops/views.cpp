@@ -145,6 +145,7 @@ Tensor reshape(const Tensor& x, const Shape& shape, CallSite site) {
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("transpose");
+  // --8<-- [start:ex01.transpose]
   int64_t d0 = normalize_dim("transpose", dim0, x.dim());
   int64_t d1 = normalize_dim("transpose", dim1, x.dim());
   if (x.dim() == 0) return view(x, {});
@@ -155,6 +156,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1, CallSite site) {
   Tensor out = make_view(x, shape, strides, x.storage_offset());
   return record("transpose", out, {x},
                 [d0, d1](const Tensor& g) { return Grads{g.transpose(d0, d1)}; });
+  // --8<-- [end:ex01.transpose]
 }
 
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims, CallSite site) {

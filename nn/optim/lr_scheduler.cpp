@@ -14,11 +14,13 @@ NoamLR::NoamLR(Optimizer& optimizer, int64_t d_model_, int64_t warmup_, double f
 }
 
 double NoamLR::lr_at(int64_t step) const {
+  // --8<-- [start:ex12.noam_lr]
   // Step 0 counts as step 1 (0^-0.5 is infinite), so the first two updates share an lr, exactly
   // as the Annotated Transformer's rate() under LambdaLR.
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
   return factor * std::pow(static_cast<double>(d_model), -0.5) *
          std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5));
+  // --8<-- [end:ex12.noam_lr]
 }
 
 WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_, int64_t total_,
@@ -33,11 +35,13 @@ WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_, int64_t to
 }
 
 double WarmupCosineLR::lr_at(int64_t step) const {
+  // --8<-- [start:ex05.warmup_cosine]
   const double base = optimizer().initial_lr();
   if (step < warmup) return base * static_cast<double>(step) / static_cast<double>(warmup);
   const double progress =
       std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - warmup));
   return min_lr + (base - min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+  // --8<-- [end:ex05.warmup_cosine]
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size_, double gamma_)

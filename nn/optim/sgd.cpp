@@ -22,6 +22,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options)
 }
 
 void SGD::update(size_t i, Tensor& param, const Tensor& grad) {
+  // --8<-- [start:ex05.sgd_update]
   const SGDOptions& o = options_;
   Tensor d = grad;
   if (o.weight_decay != 0.0) d = d + param * o.weight_decay;  // a new tensor: grad stays as is
@@ -35,6 +36,7 @@ void SGD::update(size_t i, Tensor& param, const Tensor& grad) {
     d = o.nesterov ? d + b * o.momentum : b;
   }
   param.add_(d, -lr());
+  // --8<-- [end:ex05.sgd_update]
 }
 
 }  // namespace sg::optim

@@ -15,7 +15,7 @@ namespace {
 
 Tensor param() { return zeros({1}).requires_grad_(); }
 
-TEST(LrScheduleNoam, MatchesTheAnnotatedTransformersRate) {
+TEST(NoamSchedule, MatchesTheAnnotatedTransformersRate) {
   Tensor p = param();
   Adam opt({p}, {.lr = 1.0, .betas = {0.9, 0.98}, .eps = 1e-9});
   NoamLR noam(opt, /*d_model=*/512, /*warmup=*/4000);
@@ -32,7 +32,7 @@ TEST(LrScheduleNoam, MatchesTheAnnotatedTransformersRate) {
   EXPECT_NEAR(scaled.lr_at(1000), 0.011180339887498949, 1e-15);
 }
 
-TEST(LrScheduleNoam, EachOptimizerStepUsesTheLrLambdaLRWouldGive) {
+TEST(NoamSchedule, EachOptimizerStepUsesTheLrLambdaLRWouldGive) {
   // torch: LambdaLR(Adam(lr=1), rate) gives the updates lrs [rate(0), rate(1), rate(2)], i.e.
   // [1.7469e-07, 1.7469e-07, 3.4939e-07]: the constructor sets the first.
   Tensor p = param();

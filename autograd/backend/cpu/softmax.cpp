@@ -41,6 +41,7 @@ void CpuBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& o
 
 void CpuBackend::softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                                   const Tensor& out) {
+  // --8<-- [start:ex06.softmax_backward]
   DimLayout l = dim_layout(y.shape(), y.dim() == 0 ? 0 : dim);
   dispatch_floating("softmax_backward", y.dtype(), [&]<typename T>() {
     const T* pg = grad.data_ptr<T>();
@@ -71,6 +72,7 @@ void CpuBackend::softmax_backward(const Tensor& grad, const Tensor& y, int64_t d
       }
     }
   });
+  // --8<-- [end:ex06.softmax_backward]
 }
 
 }  // namespace sg::cpu

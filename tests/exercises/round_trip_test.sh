@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Exercise mode without a build (seconds): every exercise's markers resolve; for every chapter,
+# `exercise.sh start` writes stubs that throw the exercise's message with a hint, the spliced copy
+# of each library file differs from the original only by the learner's #include in place of the
+# region, a second start keeps the learner's work, `reset` moves the files away, and the
+# repository's tracked files are exactly as before (nothing in the library is ever edited).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+python=${PYTHON:-python3}
+export PYTHON=$python
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export EXERCISES_DIR=$tmp/exercises
+
+fail() { echo "round_trip_test: $*" >&2; exit 1; }
+
+tracked_state() { git diff HEAD --stat 2>/dev/null; git diff HEAD 2>/dev/null | sha256sum; }
+in_git=false
+git rev-parse --is-inside-work-tree > /dev/null 2>&1 && in_git=true
+$in_git && before=$(tracked_state)
+
+"$python" scripts/exercises.py check-markers
+
+chapters=(01 02 03 04 05 06 07 08 09 10 11 12)
+for chapter in "${chapters[@]}"; do
+  bash scripts/exercise.sh start "$chapter" --no-configure > /dev/null
+done
+
+# Every stub, and every spliced copy, in one Python process.
+"$python" - "$EXERCISES_DIR" "$tmp/spliced" <<'PY'
+import argparse, pathlib, re, sys
+sys.path.insert(0, "scripts")
+import exercises as ex
+
+directory, spliced_dir = sys.argv[1:]
+for e in ex.EXERCISES:
+    learner = ex.learner_file(directory, e)
+    text = learner.read_text(encoding="utf-8")
+    expected_throw = f'throw sg::Error("exercise {e.id}: not written yet. Hint: '
+    assert expected_throw in text, f"{learner} does not throw the exercise's message"
+    assert len(e.hint) >= 60, f"{e.id}: the hint is too short to help"
+    out = pathlib.Path(spliced_dir) / e.path
+    ex.cmd_splice(argparse.Namespace(selection=e.id, file=e.path, out=str(out), dir=directory))
+    original = (ex.ROOT / e.path).read_text(encoding="utf-8").splitlines()
+    start, end = ex.region(e, original)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    includes = [l for l in lines if l.startswith('#include "/')]
+    assert includes == [f'#include "{learner.resolve()}"'], f"{out}: includes {includes}"
+    first = next(i for i, l in enumerate(lines) if l.startswith("#line 1 "))
+    kept = [l for l in lines[first + 1 :] if not re.match(r'#(include "/|line )', l)]
+    assert kept == original[: start + 1] + original[end:], (
+        f"{out} differs from {e.path} outside the region of {e.id}"
+    )
+print(f"round_trip_test: {len(ex.EXERCISES)} stubs and spliced copies checked")
+PY
+
+for chapter in "${chapters[@]}"; do
+  first=$(ls "$EXERCISES_DIR/$chapter"/*.cpp | head -1)
+  [[ -n $first ]] || fail "start $chapter wrote no file"
+  # A second start keeps the learner's work; reset moves it to .old/.
+  echo "// my work" >> "$first"
+  again=$(bash scripts/exercise.sh start "$chapter" --no-configure)
+  [[ $again == *"kept    $first"* ]] || fail "start $chapter again did not say it kept $first"
+  grep -q "// my work" "$first" || fail "start $chapter again overwrote $first"
+  bash scripts/exercise.sh reset "$chapter" --no-configure > /dev/null
+  [[ ! -e $EXERCISES_DIR/$chapter ]] || fail "reset $chapter left $EXERCISES_DIR/$chapter"
+  grep -q "// my work" "$EXERCISES_DIR/.old/$chapter/$(basename "$first")" \
+    || fail "reset $chapter lost the learner's files"
+done
+
+# A selection that names nothing is refused with the list of chapters.
+if out=$("$python" scripts/exercises.py sources 99 2>&1); then fail "selection 99 was accepted"; fi
+[[ $out == *"no exercise '99'"* ]] || fail "selection 99: unexpected message: $out"
+
+if $in_git; then
+  [[ $(tracked_state) == "$before" ]] || fail "the round trip changed tracked files"
+fi
+echo "round_trip_test: start, keep, reset for chapters 01-12; tracked files unchanged"
