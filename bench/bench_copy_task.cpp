@@ -271,14 +271,14 @@ int main(int argc, char** argv) {
     out << fmt::format(
         R"({{"framework":"scratchgrad","config":"{}","what":"{}","median_ms":{:.4f},"min_ms":{:.4f},)"
         R"("runs":{},"samples_ms":[{:.4f}],"cpu_ms_per_run":{:.4f},"peak_rss_mib":{:.1f},)"
-        R"("peak_tensor_mib":{:.1f},"threads":{},"blas_core":"{}",)"
+        R"("peak_tensor_mib":{:.1f},"threads":{},"blas":"{}","blas_core":"{}",)"
         R"("cpu":"{}","hardware_threads":{},"product_gflop_per_step":{:.4f},)"
         R"("product_ms_per_step":{:.4f}}})"
         "\n",
         o.config, what, r.median_ms, r.min_ms, r.samples.size(), fmt::join(r.samples, ","),
         r.cpu_ms_per_run, rss, static_cast<double>(mem.peak_live_bytes) / mib, o.threads,
-        sg::blas_core_name(), cpu_model(), std::thread::hardware_concurrency(),
-        products.gflop_per_step, products.ms_per_step);
+        sg::blas_library_name(), sg::blas_core_name(), cpu_model(),
+        std::thread::hardware_concurrency(), products.gflop_per_step, products.ms_per_step);
   }
   return 0;
 }

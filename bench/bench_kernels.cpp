@@ -11,13 +11,13 @@
 // Counters: "GFLOP/s" for products, "bytes_per_second" for everything else (bytes read + written
 // by one pass of the kernel). Run with OPENBLAS_NUM_THREADS=1 or 2 to compare threading.
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/backend/cpu/blas_library.h"
 #include "nn/nn.h"
 
 namespace {

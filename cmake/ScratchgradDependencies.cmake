@@ -1,12 +1,15 @@
 # Third-party dependencies, all from Debian packages (see docs/design.md for why each one is here).
 find_package(fmt REQUIRED)
 
-# OpenBLAS: the CPU gemm, as the imported target scratchgrad_openblas. The same file is installed
-# with the package config, which must recreate the target (see ScratchgradOpenBLAS.cmake).
-include(${CMAKE_CURRENT_LIST_DIR}/ScratchgradOpenBLAS.cmake)
-if(NOT SCRATCHGRAD_OPENBLAS_FOUND)
-  message(FATAL_ERROR "OpenBLAS not found (libopenblas.so and cblas.h); on Debian: apt-get install libopenblas-dev")
+# BLAS: the CPU gemm, as the imported target scratchgrad_blas (OpenBLAS unless SCRATCHGRAD_BLAS
+# says otherwise). The same file is installed with the package config, which must recreate the
+# target (see ScratchgradBLAS.cmake).
+include(${CMAKE_CURRENT_LIST_DIR}/ScratchgradBLAS.cmake)
+if(NOT SCRATCHGRAD_BLAS_FOUND)
+  message(FATAL_ERROR "BLAS '${SCRATCHGRAD_BLAS}' not found (its library and CBLAS header); "
+                      "${SCRATCHGRAD_BLAS_HINT}")
 endif()
+message(STATUS "scratchgrad: BLAS ${SCRATCHGRAD_BLAS} (${SCRATCHGRAD_BLAS_LIBRARY})")
 
 # tcmalloc: the malloc of programs that link scratchgrad (see ScratchgradTcmalloc.cmake). Off with
 # sanitizers, which bring their own malloc; without the library, glibc's malloc, and a warning.

@@ -5,7 +5,7 @@
 #   include/scratchgrad/{autograd,nn,distributed}/...     headers, included as "autograd/tensor.h"
 #   lib/libscratchgrad_{autograd,nn,distributed}.a (distributed: where MPI was found)
 #   lib/cmake/scratchgrad/                    scratchgradConfig.cmake, its version file, the exported
-#                                             targets, and ScratchgradOpenBLAS.cmake
+#                                             targets, and ScratchgradBLAS.cmake
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -48,6 +48,6 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/scratchgradConfigVersion.
 install(FILES
   ${PROJECT_BINARY_DIR}/scratchgradConfig.cmake
   ${PROJECT_BINARY_DIR}/scratchgradConfigVersion.cmake
-  ${PROJECT_SOURCE_DIR}/cmake/ScratchgradOpenBLAS.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/ScratchgradBLAS.cmake
   ${PROJECT_SOURCE_DIR}/cmake/ScratchgradTcmalloc.cmake
   DESTINATION ${SCRATCHGRAD_INSTALL_CMAKEDIR})

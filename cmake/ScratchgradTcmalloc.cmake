@@ -1,6 +1,6 @@
 # Defines the imported target scratchgrad_malloc (gperftools' tcmalloc_minimal, a malloc for many
 # small, short-lived allocations) if it is found, and sets SCRATCHGRAD_TCMALLOC_FOUND. Used twice,
-# as ScratchgradOpenBLAS.cmake is: by our own build and by the installed scratchgradConfig.cmake,
+# as ScratchgradBLAS.cmake is: by our own build and by the installed scratchgradConfig.cmake,
 # since scratchgrad_autograd's private link to it reaches every program that links the library.
 # Why a malloc at all: every op allocates its shapes, tensor and graph node on the heap (~18 small
 # blocks for one elementwise op), and glibc's malloc and free were ~10% of the tiny training step.

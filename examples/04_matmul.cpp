@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
   });
   sg::Tensor c_blas;
   double t_blas = best_seconds(quick ? 5 : 20, [&] { c_blas = sg::matmul(a, b); });
-  fmt::print("  OpenBLAS kernels: {}, threads: {}\n", sg::blas_core_name(), sg::blas_threads());
+  fmt::print("  {} kernels: {}, threads: {}\n", sg::blas_library_name(), sg::blas_core_name(),
+             sg::blas_threads());
   fmt::print("  naive loop: {:8.3f} ms  {:7.1f} GFLOP/s\n", t_naive * 1e3, flops / t_naive * 1e-9);
   fmt::print("  sg::matmul: {:8.3f} ms  {:7.1f} GFLOP/s   ({:.0f}x faster)\n", t_blas * 1e3,
              flops / t_blas * 1e-9, t_naive / t_blas);

@@ -1,20 +1,54 @@
-// OpenBLAS core detection and threads (autograd/blas.h). With gemm.cpp, the only file that
-// talks to OpenBLAS directly.
-#include <cblas.h>
+// The BLAS library's set-up (autograd/blas.h): what it detected, its threads, and OpenBLAS's core
+// type. With gemm.cpp, the only file that talks to the BLAS directly (through blas_library.h).
 #include <unistd.h>
 
 #include <array>
 #include <cstdlib>
 #include <string_view>
 
+#include "autograd/backend/cpu/blas_library.h"
 #include "autograd/blas.h"
 #include "autograd/error.h"
 
 namespace sg {
 
-std::string blas_core_name() { return openblas_get_corename(); }
+#if defined(SCRATCHGRAD_BLAS_MKL)
+namespace {
+// MKL's default threading layer is Intel's OpenMP (libiomp5), which PyPI's mkl wheel does not
+// bring; GNU's (libgomp) is on every Debian. Chosen once, before any product, unless the user
+// chose with MKL_THREADING_LAYER.
+[[maybe_unused]] const int mkl_threading_layer =
+    std::getenv("MKL_THREADING_LAYER") ? -1 : mkl_set_threading_layer(MKL_THREADING_GNU);
+}  // namespace
+#endif
+
+std::string blas_library_name() {
+#if defined(SCRATCHGRAD_BLAS_MKL)
+  return "oneMKL";
+#elif defined(SCRATCHGRAD_BLAS_BLIS)
+  return "BLIS";
+#elif defined(SCRATCHGRAD_BLAS_SCIPY_OPENBLAS)
+  return "scipy-openblas";
+#else
+  return "OpenBLAS";
+#endif
+}
+
+std::string blas_core_name() {
+#if defined(SCRATCHGRAD_BLAS_IS_OPENBLAS)
+  return openblas_get_corename();
+#elif defined(SCRATCHGRAD_BLAS_BLIS)
+  return bli_arch_string(bli_arch_query_id());  // the sub-configuration, e.g. "zen3", "skx"
+#else
+  // MKL picks its code path per call and does not name it; its version says which MKL it is.
+  char version[198] = {};
+  mkl_get_version_string(version, sizeof version);
+  return version;
+#endif
+}
 
 std::string blas_recommended_core() {
+#if defined(SCRATCHGRAD_BLAS_IS_OPENBLAS)
   // Kernel families older than Haswell: SSE-only or AVX1. On a CPU with AVX2/AVX-512 they are slow.
   static constexpr std::array<std::string_view, 9> kSlowCores = {
       "Prescott", "Core2",       "Penryn", "Dunnington", "Nehalem",
@@ -26,7 +60,8 @@ std::string blas_recommended_core() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
   if (__builtin_cpu_supports("avx2")) return "Haswell";
-  return "";
+#endif
+  return "";  // BLIS and MKL choose their kernels from the CPU's features, not its model
 }
 
 void ensure_fast_blas(int /*argc*/, char** argv) {
@@ -57,9 +92,24 @@ void warn_once_if_blas_is_slow() {
 
 void set_blas_threads(int threads) {
   SG_CHECK(threads >= 1, "set_blas_threads: threads must be >= 1, got {}", threads);
+#if defined(SCRATCHGRAD_BLAS_IS_OPENBLAS)
   openblas_set_num_threads(threads);
+#elif defined(SCRATCHGRAD_BLAS_BLIS)
+  bli_thread_set_num_threads(threads);
+#else
+  mkl_set_num_threads(threads);
+#endif
 }
 
-int blas_threads() { return openblas_get_num_threads(); }
+int blas_threads() {
+#if defined(SCRATCHGRAD_BLAS_IS_OPENBLAS)
+  return openblas_get_num_threads();
+#elif defined(SCRATCHGRAD_BLAS_BLIS)
+  const auto threads = bli_thread_get_num_threads();  // -1: never set, and BLIS then uses one
+  return threads < 1 ? 1 : static_cast<int>(threads);
+#else
+  return mkl_get_max_threads();
+#endif
+}
 
 }  // namespace sg

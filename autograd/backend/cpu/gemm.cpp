@@ -1,11 +1,12 @@
-// CPU matrix multiply: one OpenBLAS call per product of the batch (with blas.cpp, the only files
-// of this backend that include <cblas.h>). Each operand is described to BLAS as a pointer, a
-// leading dimension and a transpose flag (blas_matrix.h), so transposed views need no copy.
-#include <cblas.h>
+// CPU matrix multiply: one BLAS call per product of the batch (with blas.cpp, the only files of
+// this backend that include the BLAS, through blas_library.h). Each operand is described to BLAS as
+// a pointer, a leading dimension and a transpose flag (blas_matrix.h), so transposed views need no
+// copy.
 
 #include <climits>
 
 #include "autograd/backend/blas_matrix.h"
+#include "autograd/backend/cpu/blas_library.h"
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/blas.h"
 

@@ -3,13 +3,13 @@
 // transposed operand of small products is packed into rows first, a batch of small products is
 // spread over the thread pool, and a single mid-sized product is split into blocks over it.
 // Large products, where none of that helps, go to the reference.
-#include <cblas.h>
 
 #include <algorithm>
 #include <climits>
 #include <vector>
 
 #include "autograd/backend/blas_matrix.h"
+#include "autograd/backend/cpu/blas_library.h"
 #include "autograd/backend/cpu_fast/fast_cpu_backend.h"
 #include "autograd/backend/cpu_fast/narrow_gemm.h"
 #include "autograd/backend/cpu_fast/parallel.h"
@@ -79,11 +79,11 @@ class BlasThreads {
       quiet_workers();  // OpenBLAS's threads are about to want every core
       return;
     }
-    saved_ = openblas_get_num_threads();
-    if (saved_ > 1) openblas_set_num_threads(1);
+    saved_ = blas_threads();
+    if (saved_ > 1) set_blas_threads(1);
   }
   ~BlasThreads() {
-    if (saved_ > 1) openblas_set_num_threads(saved_);
+    if (saved_ > 1) set_blas_threads(saved_);
   }
   BlasThreads(const BlasThreads&) = delete;
   BlasThreads& operator=(const BlasThreads&) = delete;
