@@ -11,8 +11,8 @@ set -euo pipefail
 packages=(
   build-essential    # g++ 12
   cmake ninja-build
-  libopenblas-dev    # the CPU gemm
-  libblis-dev libblis4-pthread # BLIS, the other Debian BLAS (-DSCRATCHGRAD_BLAS=blis, its smoke test)
+  libblis-dev libblis4-pthread # the CPU gemm (BLIS, the default SCRATCHGRAD_BLAS)
+  libopenblas-dev    # -DSCRATCHGRAD_BLAS=openblas and its smoke test
   libtcmalloc-minimal4 # malloc for the many small allocations of ops (docs/design.md)
   libfmt-dev         # formatting and printing
   libgtest-dev       # tests

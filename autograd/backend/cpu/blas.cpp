@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdlib>
 #include <string_view>
+#include <thread>
 
 #include "autograd/backend/cpu/blas_library.h"
 #include "autograd/blas.h"
@@ -19,6 +20,21 @@ namespace {
 // chose with MKL_THREADING_LAYER.
 [[maybe_unused]] const int mkl_threading_layer =
     std::getenv("MKL_THREADING_LAYER") ? -1 : mkl_set_threading_layer(MKL_THREADING_GNU);
+}  // namespace
+#endif
+
+#if defined(SCRATCHGRAD_BLAS_BLIS)
+namespace {
+// BLIS runs on one thread unless told. Like OpenBLAS (and PyTorch), scratchgrad gives it every
+// core unless the environment says otherwise: BLIS_NUM_THREADS (which BLIS reads itself), else
+// OPENBLAS_NUM_THREADS (what this project's scripts set for "the BLAS's threads").
+[[maybe_unused]] const bool blis_threads_chosen = [] {
+  if (std::getenv("BLIS_NUM_THREADS") != nullptr) return false;
+  int threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (const char* env = std::getenv("OPENBLAS_NUM_THREADS")) threads = std::atoi(env);
+  bli_thread_set_num_threads(threads >= 1 ? threads : 1);
+  return true;
+}();
 }  // namespace
 #endif
 
