@@ -5,8 +5,8 @@
 #
 # SCRATCHGRAD_BLAS picks the library (docs/design.md, "Which BLAS", has the measurements behind
 # the default):
-#   blis            Debian's BLIS, its pthreads build (libblis-dev, libblis4-pthread): the default
-#   openblas        Debian's OpenBLAS (libopenblas-dev)
+#   openblas        Debian's OpenBLAS (libopenblas-dev): the default
+#   blis            Debian's BLIS, its pthreads build (libblis-dev, libblis4-pthread)
 #   mkl             oneMKL from PyPI (scripts/get_blas.sh mkl)
 #   scipy-openblas  OpenBLAS 0.3.3x from PyPI, symbols prefixed scipy_ (scripts/get_blas.sh
 #                   scipy-openblas)
@@ -77,8 +77,8 @@ if(TARGET scratchgrad_blas)
   set(SCRATCHGRAD_BLAS_FOUND TRUE)
   return()
 endif()
-set(SCRATCHGRAD_BLAS "blis" CACHE STRING "BLAS library: blis, openblas, mkl or scipy-openblas")
-set_property(CACHE SCRATCHGRAD_BLAS PROPERTY STRINGS blis openblas mkl scipy-openblas)
+set(SCRATCHGRAD_BLAS "openblas" CACHE STRING "BLAS library: openblas, blis, mkl or scipy-openblas")
+set_property(CACHE SCRATCHGRAD_BLAS PROPERTY STRINGS openblas blis mkl scipy-openblas)
 set(SCRATCHGRAD_BLAS_ROOT "" CACHE PATH "Where a PyPI BLAS was unpacked (scripts/get_blas.sh)")
 sg_find_blas("${SCRATCHGRAD_BLAS}" "${SCRATCHGRAD_BLAS_ROOT}" scratchgrad_blas)
 set(SCRATCHGRAD_BLAS_FOUND ${scratchgrad_blas_FOUND})

@@ -11,8 +11,8 @@ set -euo pipefail
 packages=(
   build-essential    # g++ 12
   cmake ninja-build
-  libblis-dev libblis4-pthread # the CPU gemm (BLIS, the default SCRATCHGRAD_BLAS)
-  libopenblas-dev    # -DSCRATCHGRAD_BLAS=openblas and its smoke test
+  libopenblas-dev    # the CPU gemm (the default SCRATCHGRAD_BLAS)
+  libblis-dev libblis4-pthread # -DSCRATCHGRAD_BLAS=blis and its smoke test
   libtcmalloc-minimal4 # malloc for the many small allocations of ops (docs/design.md)
   libfmt-dev         # formatting and printing
   libgtest-dev       # tests
