@@ -224,7 +224,7 @@ def main():
     p.add_argument("--ffn", type=int, default=512)
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
-    p.add_argument("--lr-factor", type=float, default=2.0)
+    p.add_argument("--lr-factor", type=float, default=1.0)
     p.add_argument("--steps", type=int, default=16000)
     p.add_argument("--warmup", type=int, default=400)
     p.add_argument("--max-tokens", type=int, default=2000)

@@ -21,7 +21,7 @@ struct Config {
   // The model and schedule of the short run chapter 12b reports (about 0.14 s a step on 2 busy
   // cores); steps: what fits about 40 minutes at that speed.
   int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512;
-  double dropout = 0.1, label_smoothing = 0.1, lr_factor = 2.0;
+  double dropout = 0.1, label_smoothing = 0.1, lr_factor = 1.0;
   int64_t steps = 16000, warmup = 400, max_tokens = 2000;
   int64_t eval_every = 1000, dev_words = 1000, checkpoint_every = 1000;
   uint64_t seed = 22;
