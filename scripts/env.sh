@@ -5,3 +5,15 @@ if [[ -x /usr/local/cuda/bin/nvcc && ":$PATH:" != *":/usr/local/cuda/bin:"* ]]; 
   export PATH="$PATH:/usr/local/cuda/bin"
 fi
 jobs=$(nproc)  # compile and test jobs: every core (other scripts use $jobs)
+
+# build_example TARGET: builds one target in $BUILD_DIR (default build), keeping the options of an
+# existing build or configuring a Release one, and sets build_dir for the caller.
+build_example() {
+  build_dir=${BUILD_DIR:-build}
+  if [[ -f $build_dir/CMakeCache.txt ]]; then
+    cmake -S . -B "$build_dir" >/dev/null  # keep the options of the existing build
+  else
+    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
+  fi
+  cmake --build "$build_dir" --parallel "$jobs" --target "$1"
+}

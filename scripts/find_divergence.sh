@@ -20,13 +20,7 @@ bin=${COPY_TASK:-}
 if [[ -z $bin ]]; then
   source scripts/env.sh
   bash scripts/install_deps.sh --golden  # python3-torch
-  build_dir=${BUILD_DIR:-build}
-  if [[ -f $build_dir/CMakeCache.txt ]]; then
-    cmake -S . -B "$build_dir" >/dev/null  # keep the options of the existing build
-  else
-    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
-  fi
-  cmake --build "$build_dir" --parallel "$jobs" --target copy_task
+  build_example copy_task
   bin=$build_dir/examples/copy_task/copy_task
 fi
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then

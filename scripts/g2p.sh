@@ -13,13 +13,7 @@ source scripts/env.sh
 bash scripts/install_deps.sh --g2p
 dict=$(bash scripts/get_cmudict.sh)
 
-build_dir=${BUILD_DIR:-build}
-if [[ -f $build_dir/CMakeCache.txt ]]; then
-  cmake -S . -B "$build_dir" >/dev/null  # keep the options of the existing build
-else
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release
-fi
-cmake --build "$build_dir" --parallel "$jobs" --target g2p
+build_example g2p
 bin=$build_dir/examples/g2p/g2p
 
 out=runs/g2p
