@@ -55,8 +55,10 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
   SG_CHECK(!words.empty(), "g2p eval: {} has no {} words", data, split_name);
   for (int64_t width : beam > 1 ? std::vector<int64_t>{1, beam} : std::vector<int64_t>{1}) {
     ErrorRates r = evaluate(model, words, width, limit);
-    fmt::print("{} ({} words), {}: WER {:.2f}%  PER {:.2f}%\n", split_name, r.words,
-               width == 1 ? "greedy" : fmt::format("beam {}", width), 100 * r.wer, 100 * r.per);
+    fmt::print(
+        "{} ({} words), {}: WER {:.2f}%  PER {:.2f}%  (without stress: WER {:.2f}%  PER {:.2f}%)\n",
+        split_name, r.words, width == 1 ? "greedy" : fmt::format("beam {}", width), 100 * r.wer,
+        100 * r.per, 100 * r.wer_without_stress, 100 * r.per_without_stress);
   }
   // A few mistakes, to see what the model gets wrong.
   int64_t shown = 0;

@@ -274,17 +274,27 @@ Model load_model(const std::string& checkpoint) {
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
                     int64_t limit) {
   const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
-  sg::data::ErrorRates rates;
+  sg::data::ErrorRates rates, rates_without_stress;
   constexpr size_t kBatch = 128;
   for (size_t first = 0; first < n; first += kBatch) {
     std::vector<std::string> spellings;
     for (size_t i = first; i < std::min(n, first + kBatch); ++i)
       spellings.push_back(words[i].spelling);
     auto predicted = model.pronounce(spellings, beam_size);
-    for (size_t i = 0; i < predicted.size(); ++i)
-      rates.add(predicted[i], words[first + i].pronunciations);
+    for (size_t i = 0; i < predicted.size(); ++i) {
+      const auto& references = words[first + i].pronunciations;
+      rates.add(predicted[i], references);
+      std::vector<std::vector<std::string>> references_without_stress;
+      for (const auto& r : references)
+        references_without_stress.push_back(sg::data::without_stress(r));
+      rates_without_stress.add(sg::data::without_stress(predicted[i]), references_without_stress);
+    }
   }
-  return {rates.wer(), rates.per(), rates.words()};
+  return {.wer = rates.wer(),
+          .per = rates.per(),
+          .words = rates.words(),
+          .wer_without_stress = rates_without_stress.wer(),
+          .per_without_stress = rates_without_stress.per()};
 }
 
 void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path) {

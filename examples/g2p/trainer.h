@@ -44,6 +44,8 @@ struct TrainOptions {
 struct ErrorRates {
   double wer = 0, per = 0;
   int64_t words = 0;
+  // The same words scored with stress digits dropped on both sides (sg::data::without_stress).
+  double wer_without_stress = 0, per_without_stress = 0;
 };
 
 struct DevEvaluation {

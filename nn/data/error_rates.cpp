@@ -22,6 +22,18 @@ int64_t edit_distance(const std::vector<std::string>& a, const std::vector<std::
   return row[b.size()];
 }
 
+std::vector<std::string> without_stress(const std::vector<std::string>& phonemes) {
+  std::vector<std::string> out;
+  out.reserve(phonemes.size());
+  for (const std::string& phoneme : phonemes) {
+    size_t end = phoneme.size();
+    while (end > 0 && phoneme[end - 1] >= '0' && phoneme[end - 1] <= '9') --end;
+    // A symbol made only of digits is not a stressed vowel: it stays as it is.
+    out.push_back(end == 0 ? phoneme : phoneme.substr(0, end));
+  }
+  return out;
+}
+
 void ErrorRates::add(const std::vector<std::string>& predicted,
                      const std::vector<std::vector<std::string>>& references) {
   SG_CHECK(!references.empty(), "ErrorRates::add: a word needs at least one reference");

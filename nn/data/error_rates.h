@@ -6,6 +6,8 @@
 //   sg::data::ErrorRates rates;
 //   rates.add({"R", "IY1", "D"}, {{"R", "EH1", "D"}, {"R", "IY1", "D"}});   // right
 //   rates.wer(), rates.per();
+// Scoring without stress (without_stress on both sides) counts only which sounds were predicted:
+// "R IY0 D" for "R IY1 D" is then right.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,9 @@ namespace sg::data {
 
 // The fewest substitutions, insertions and deletions that turn `a` into `b`.
 int64_t edit_distance(const std::vector<std::string>& a, const std::vector<std::string>& b);
+
+// The phonemes with their trailing stress digits dropped: {"T", "EH1", "N"} -> {"T", "EH", "N"}.
+std::vector<std::string> without_stress(const std::vector<std::string>& phonemes);
 
 class ErrorRates {
  public:

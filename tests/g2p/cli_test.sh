@@ -48,7 +48,7 @@ expect_error "does not exist" pronounce --checkpoint "$dir/none.safetensors" wor
 
 expect_ok "trained 40 steps" train --data "$dict" --out "$dir/run" "${tiny[@]}"
 expect_error "--resume" train --data "$dict" --out "$dir/run" "${tiny[@]}"
-expect_ok "beam 3" eval --checkpoint "$dir/run/model.safetensors" --data "$dict" --beam 3 --split dev
+expect_ok "(without stress: WER" eval --checkpoint "$dir/run/model.safetensors" --data "$dict" --beam 3 --split dev
 expect_ok "tensor " pronounce --checkpoint "$dir/run/model.safetensors" Tensor
 printf 'hello world\n' >"$dir/words"
 input=$dir/words expect_ok "world " pronounce --checkpoint "$dir/run/model.safetensors" --beam 1 \

@@ -53,6 +53,8 @@ TEST(G2pTraining, LossFallsOnADictionarySlice) {
   g2p::ErrorRates dev = g2p::evaluate(m, d.dev, 1);
   EXPECT_NEAR(dev.wer, s.best_dev.wer, 1e-12);
   EXPECT_NEAR(dev.per, s.best_dev.per, 1e-12);
+  // A word right with stress is right without it.
+  EXPECT_LE(dev.wer_without_stress, dev.wer);
   fs::remove_all(o.out_dir);
 }
 

@@ -49,6 +49,26 @@ TEST(ErrorRates, PerAgainstTheClosestReference) {
   EXPECT_DOUBLE_EQ(r.per(), 3.0 / 13.0);
 }
 
+TEST(ErrorRates, WithoutStress) {
+  using sg::data::without_stress;
+  EXPECT_EQ(without_stress({"T", "EH1", "N", "S", "ER0"}), (P{"T", "EH", "N", "S", "ER"}));
+  EXPECT_EQ(without_stress({"AA2", "B"}), (P{"AA", "B"}));
+  EXPECT_EQ(without_stress({}), P{});
+  EXPECT_EQ(without_stress({"7"}), P{"7"});  // not a vowel with a digit: kept
+  // A stress slip is a wrong word with stress and a right one without.
+  ErrorRates with, without;
+  const P predicted{"R", "IY0", "D"};
+  const std::vector<P> references{{"R", "EH1", "D"}, {"R", "IY1", "D"}};
+  with.add(predicted, references);
+  std::vector<P> stripped;
+  for (const P& r : references) stripped.push_back(without_stress(r));
+  without.add(without_stress(predicted), stripped);
+  EXPECT_DOUBLE_EQ(with.wer(), 1.0);
+  EXPECT_DOUBLE_EQ(with.per(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(without.wer(), 0.0);
+  EXPECT_DOUBLE_EQ(without.per(), 0.0);
+}
+
 TEST(ErrorRates, EmptyAndBadInput) {
   ErrorRates r;
   EXPECT_DOUBLE_EQ(r.wer(), 0.0);
