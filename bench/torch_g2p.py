@@ -113,8 +113,9 @@ class MultiheadAttention(nn.Module):
 
 
 class Layer(nn.Module):
-    def __init__(self, d_model, heads, d_ff, dropout, cross):
+    def __init__(self, d_model, heads, d_ff, dropout, cross, norm_first):
         super().__init__()
+        self.norm_first = norm_first
         self.self_attn = MultiheadAttention(d_model, heads, dropout)
         self.cross_attn = MultiheadAttention(d_model, heads, dropout) if cross else None
         self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
@@ -122,6 +123,13 @@ class Layer(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, self_mask, memory=None, memory_mask=None):
+        if self.norm_first:  # pre-LN: x + dropout(sublayer(norm(x)))
+            n = self.norms[0](x)
+            h = x + self.drop(self.self_attn(n, n, n, self_mask))
+            if self.cross_attn is not None:
+                n = self.norms[1](h)
+                h = h + self.drop(self.cross_attn(n, memory, memory, memory_mask))
+            return h + self.drop(self.ffn(self.norms[-1](h)))
         h = self.norms[0](x + self.drop(self.self_attn(x, x, x, self_mask)))
         if self.cross_attn is not None:
             h = self.norms[1](h + self.drop(self.cross_attn(h, memory, memory, memory_mask)))
@@ -129,7 +137,8 @@ class Layer(nn.Module):
 
 
 class Transformer(nn.Module):
-    def __init__(self, src_vocab, tgt_vocab, d_model, heads, layers, d_ff, dropout, max_len=128):
+    def __init__(self, src_vocab, tgt_vocab, d_model, heads, layers, d_ff, dropout, norm_first=False,
+                 max_len=128):
         super().__init__()
         self.d_model = d_model
         self.src_embed = nn.Embedding(src_vocab, d_model, padding_idx=PAD)
@@ -140,8 +149,13 @@ class Transformer(nn.Module):
         pe[:, 0::2], pe[:, 1::2] = torch.sin(position * freq), torch.cos(position * freq)
         self.register_buffer("pe", pe)
         self.drop = nn.Dropout(dropout)
-        self.encoder = nn.ModuleList(Layer(d_model, heads, d_ff, dropout, False) for _ in range(layers))
-        self.decoder = nn.ModuleList(Layer(d_model, heads, d_ff, dropout, True) for _ in range(layers))
+        self.encoder = nn.ModuleList(Layer(d_model, heads, d_ff, dropout, False, norm_first)
+                                     for _ in range(layers))
+        self.decoder = nn.ModuleList(Layer(d_model, heads, d_ff, dropout, True, norm_first)
+                                     for _ in range(layers))
+        # Pre-LN leaves the residual stream un-normalised: a final LayerNorm after each stack.
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.generator = nn.Linear(d_model, tgt_vocab)
         for p in self.parameters():
             if p.dim() > 1:
@@ -158,7 +172,7 @@ class Transformer(nn.Module):
         h = self.embed(self.src_embed, src)
         for layer in self.encoder:
             h = layer(h, mask)
-        return h, mask
+        return self.encoder_norm(h), mask
 
     def decode(self, tgt, memory, memory_mask):
         T = tgt.size(1)
@@ -166,7 +180,7 @@ class Transformer(nn.Module):
         h = self.embed(self.tgt_embed, tgt)
         for layer in self.decoder:
             h = layer(h, mask, memory, memory_mask)
-        return self.generator(h)
+        return self.generator(self.decoder_norm(h))
 
 
 @torch.no_grad()
@@ -227,6 +241,9 @@ def main():
     p.add_argument("--lr-factor", type=float, default=1.0)
     p.add_argument("--steps", type=int, default=16000)
     p.add_argument("--warmup", type=int, default=400)
+    p.add_argument("--schedule", choices=["noam", "cosine"], default="noam")
+    p.add_argument("--lr", type=float, default=0.0, help="peak lr of --schedule cosine")
+    p.add_argument("--norm-first", action="store_true")
     p.add_argument("--max-tokens", type=int, default=2000)
     p.add_argument("--eval-every", type=int, default=1000)
     p.add_argument("--dev-words", type=int, default=1000)
@@ -248,9 +265,17 @@ def main():
              for w, prons in split["train"] for pr in prons]
     dev = split["dev"][: a.dev_words] if a.dev_words else split["dev"]
 
-    model = Transformer(len(letters), len(phonemes), a.d_model, a.heads, a.layers, a.ffn, a.dropout)
+    if a.schedule == "cosine" and not (a.lr > 0 and a.warmup < a.steps):
+        p.error("--schedule cosine needs --lr > 0 and --warmup below --steps")
+    model = Transformer(len(letters), len(phonemes), a.d_model, a.heads, a.layers, a.ffn, a.dropout,
+                        a.norm_first)
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    noam = lambda s: a.lr_factor * a.d_model**-0.5 * min(s**-0.5, s * a.warmup**-1.5)
+    def learning_rate(s):  # as examples/g2p/trainer.cpp's learning_rate
+        if a.schedule == "noam":
+            return a.lr_factor * a.d_model**-0.5 * min(s**-0.5, s * a.warmup**-1.5)
+        if s <= a.warmup:
+            return a.lr * s / a.warmup
+        return a.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - a.warmup) / (a.steps - a.warmup))))
     plan, losses, evals, step_s = [], [], [], []
     start = time.perf_counter()
     for step in range(1, a.steps + 1):
@@ -259,7 +284,7 @@ def main():
         ids = plan.pop()
         t0 = time.perf_counter()
         for g in opt.param_groups:
-            g["lr"] = noam(step)
+            g["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
         src, tgt = pad([pairs[i][0] for i in ids]), pad([pairs[i][1] for i in ids])
         memory, mask = model.encode(src)

@@ -117,8 +117,13 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--dropout", config.dropout, "dropout probability");
   train_cmd->add_option("--label-smoothing", config.label_smoothing, "label smoothing");
   train_cmd->add_option("--lr-factor", config.lr_factor, "Noam factor");
+  train_cmd->add_option("--schedule", config.schedule,
+                        "noam (the paper's) or cosine (warm-up, then down to 0 at --steps)");
+  train_cmd->add_option("--lr", config.lr, "peak learning rate of --schedule cosine");
+  train_cmd->add_flag("--norm-first", config.norm_first,
+                      "layer norm before each sublayer (pre-LN) instead of after (post-LN)");
   train_cmd->add_option("--steps", config.steps, "training steps");
-  train_cmd->add_option("--warmup", config.warmup, "Noam warm-up steps");
+  train_cmd->add_option("--warmup", config.warmup, "warm-up steps");
   train_cmd->add_option("--max-tokens", config.max_tokens, "padded tokens per batch");
   train_cmd->add_option("--eval-every", config.eval_every, "steps between dev evaluations");
   train_cmd->add_option("--dev-words", config.dev_words, "dev words per evaluation (0 = all)");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <numbers>
 
 #include <nlohmann/json.hpp>
 
@@ -169,6 +170,14 @@ void write_plots(const History& h, const std::string& dir) {
 
 }  // namespace
 
+double learning_rate(const Config& c, int64_t step) {
+  if (c.schedule == "noam") return noam_lr(c, step);
+  if (step <= c.warmup) return c.lr * static_cast<double>(step) / static_cast<double>(c.warmup);
+  const double progress =
+      static_cast<double>(step - c.warmup) / static_cast<double>(c.steps - c.warmup);
+  return c.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * std::min(progress, 1.0)));
+}
+
 void Config::validate() const {
   SG_CHECK(d_model > 0 && heads > 0 && d_model % heads == 0,
            "g2p: --d-model {} must be a positive multiple of --heads {}", d_model, heads);
@@ -178,6 +187,11 @@ void Config::validate() const {
            "g2p: --label-smoothing must be in [0, 1), got {}", label_smoothing);
   SG_CHECK(lr_factor > 0, "g2p: --lr-factor must be positive, got {}", lr_factor);
   SG_CHECK(steps > 0 && warmup > 0, "g2p: --steps and --warmup must be positive");
+  SG_CHECK(schedule == "noam" || schedule == "cosine",
+           "g2p: --schedule must be noam or cosine, got '{}'", schedule);
+  SG_CHECK(schedule != "cosine" || (lr > 0 && warmup < steps),
+           "g2p: --schedule cosine needs --lr > 0 (got {}) and --warmup {} below --steps {}", lr,
+           warmup, steps);
   SG_CHECK(max_tokens >= 64, "g2p: --max-tokens must be at least 64, got {}", max_tokens);
   SG_CHECK(
       eval_every > 0 && dev_words >= 0 && checkpoint_every >= 0 && train_words >= 0,
@@ -193,6 +207,7 @@ sg::nn::TransformerOptions Config::model_options(int64_t letters, int64_t phonem
   o.num_encoder_layers = o.num_decoder_layers = layers;
   o.d_ff = d_ff;
   o.dropout = dropout;
+  o.norm_first = norm_first;
   o.max_len = 128;  // positions: dictionary words have at most 28 letters; search stops at 64
   o.pad_idx = Vocabulary::kPad;
   return o;
@@ -208,6 +223,9 @@ std::map<std::string, std::string> Config::to_map() const {
           {"lr_factor", fmt::format("{}", lr_factor)},
           {"steps", std::to_string(steps)},
           {"warmup", std::to_string(warmup)},
+          {"schedule", schedule},
+          {"lr", fmt::format("{}", lr)},
+          {"norm_first", norm_first ? "1" : "0"},
           {"max_tokens", std::to_string(max_tokens)},
           {"eval_every", std::to_string(eval_every)},
           {"dev_words", std::to_string(dev_words)},
@@ -238,6 +256,10 @@ Config Config::from_map(const std::map<std::string, std::string>& v) {
   c.checkpoint_every = parse_number<int64_t>(get("checkpoint_every"), "checkpoint_every");
   c.seed = parse_number<uint64_t>(get("seed"), "seed");
   c.train_words = parse_number<int64_t>(get("train_words"), "train_words");
+  // Checkpoints written before these options existed: the Noam schedule, post-LN.
+  if (v.contains("schedule")) c.schedule = get("schedule");
+  if (v.contains("lr")) c.lr = parse_number<double>(get("lr"), "lr");
+  if (v.contains("norm_first")) c.norm_first = get("norm_first") == "1";
   c.validate();
   // A config far larger than any file could hold is refused before the model is built.
   SG_CHECK(c.d_model <= 4096 && c.d_ff <= 65536 && c.layers <= 64 && c.heads <= 256,
@@ -366,7 +388,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     state = c.state;
     optimizer = std::make_unique<sg::optim::Adam>(
         model.transformer->parameters(),
-        sg::optim::AdamOptions{.lr = noam_lr(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
+        sg::optim::AdamOptions{.lr = learning_rate(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
     optimizer->load_state(c.optimizer);
     sg::default_generator().set_state(state.global_rng);
   } else {
@@ -376,7 +398,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
         config.model_options(model.letters.size(), model.phonemes.size()));
     optimizer = std::make_unique<sg::optim::Adam>(
         model.transformer->parameters(),
-        sg::optim::AdamOptions{.lr = noam_lr(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
+        sg::optim::AdamOptions{.lr = learning_rate(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
   }
   std::vector<sg::data::SequencePair> pairs =
       training_pairs(data.train, model.letters, model.phonemes);
@@ -413,7 +435,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   while (state.step < end) {
     const auto t0 = std::chrono::steady_clock::now();
     ++state.step;
-    optimizer->set_lr(noam_lr(config, state.step));
+    optimizer->set_lr(learning_rate(config, state.step));
     optimizer->zero_grad();
     sg::data::Batch batch = loader.next();
     const int64_t T = batch.target.size(1);

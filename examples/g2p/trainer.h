@@ -23,6 +23,12 @@ struct Config {
   int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512;
   double dropout = 0.1, label_smoothing = 0.1, lr_factor = 1.0;
   int64_t steps = 16000, warmup = 400, max_tokens = 2000;
+  // "noam": factor · d_model^-0.5 · min(s^-0.5, s · warmup^-1.5), the paper's, no end in sight.
+  // "cosine": a linear rise to `lr` over warmup steps, then a half cosine down to 0 at `steps`,
+  // for a run whose length is fixed in advance.
+  std::string schedule = "noam";
+  double lr = 0;            // the peak of "cosine"
+  bool norm_first = false;  // false: post-LN (the paper); true: pre-LN
   int64_t eval_every = 1000, dev_words = 1000, checkpoint_every = 1000;
   uint64_t seed = 22;
   // Only the first this many training words (0 = all): for tests and quick looks.
@@ -65,6 +71,9 @@ struct TrainSummary {
 };
 
 TrainSummary train(const Config& config, const TrainOptions& options);
+
+// The lr of update number `step` (1 for the first) under config.schedule.
+double learning_rate(const Config& config, int64_t step);
 
 // A trained model with its vocabularies.
 struct Model {

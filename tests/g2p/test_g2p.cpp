@@ -2,6 +2,7 @@
 // exact resume (loader position and dropout generator included), and clear errors for bad data.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -75,6 +76,51 @@ TEST(G2pTraining, ResumeIsExact) {
                   "--train-words 100 has");
   fs::remove_all(dir);
   fs::remove_all(temp_dir("whole"));
+}
+
+TEST(G2pTraining, Schedules) {
+  g2p::Config c = small_config();
+  // Noam: a linear rise to factor / sqrt(d_model * warmup) at `warmup`, then 1/sqrt(step).
+  EXPECT_NEAR(g2p::learning_rate(c, 40), 1.0 / std::sqrt(32.0 * 40.0), 1e-12);
+  EXPECT_NEAR(g2p::learning_rate(c, 160), g2p::learning_rate(c, 40) / 2, 1e-12);
+  EXPECT_NEAR(g2p::learning_rate(c, 20), g2p::learning_rate(c, 40) / 2, 1e-12);
+  // Cosine: up to lr at `warmup`, half of it halfway through the decay, 0 at `steps`.
+  c.schedule = "cosine", c.lr = 3e-3;
+  EXPECT_NEAR(g2p::learning_rate(c, 20), 1.5e-3, 1e-15);
+  EXPECT_NEAR(g2p::learning_rate(c, 40), 3e-3, 1e-15);
+  EXPECT_NEAR(g2p::learning_rate(c, 120), 1.5e-3, 1e-15);
+  EXPECT_NEAR(g2p::learning_rate(c, 200), 0.0, 1e-15);
+  EXPECT_GT(g2p::learning_rate(c, 100), g2p::learning_rate(c, 101));
+  g2p::Config bad = c;
+  bad.lr = 0;
+  EXPECT_SG_ERROR(bad.validate(), "--schedule cosine needs --lr > 0");
+  bad = c;
+  bad.warmup = 200;
+  EXPECT_SG_ERROR(bad.validate(), "below --steps");
+  bad.schedule = "linear";
+  EXPECT_SG_ERROR(bad.validate(), "noam or cosine, got 'linear'");
+}
+
+TEST(G2pTraining, CosinePreLnTrainsAndResumes) {
+  g2p::Config c = small_config();
+  c.schedule = "cosine", c.lr = 3e-3, c.norm_first = true;
+  c.steps = 60, c.warmup = 10, c.checkpoint_every = 10;
+  g2p::TrainSummary whole = g2p::train(c, {.out_dir = temp_dir("cos_whole"), .quiet = true});
+  EXPECT_LT(mean(whole.losses, 50, 10), 0.8 * mean(whole.losses, 0, 10));
+  // The schedule and the layer order travel in the checkpoint: a resume continues them exactly.
+  const std::string dir = temp_dir("cos_halves");
+  g2p::train(c, {.out_dir = dir, .quiet = true, .stop_after = 30});
+  g2p::TrainSummary resumed = g2p::train(c, {.out_dir = dir, .resume = true, .quiet = true});
+  ASSERT_EQ(resumed.losses.size(), whole.losses.size());
+  for (size_t i = 0; i < whole.losses.size(); ++i)
+    EXPECT_EQ(resumed.losses[i], whole.losses[i]) << "step " << i + 1;
+  g2p::Model m = g2p::load_model(dir + "/last.safetensors");
+  EXPECT_TRUE(m.config.norm_first);
+  EXPECT_EQ(m.config.schedule, "cosine");
+  EXPECT_DOUBLE_EQ(m.config.lr, 3e-3);
+  EXPECT_TRUE(m.transformer->options().norm_first);
+  fs::remove_all(dir);
+  fs::remove_all(temp_dir("cos_whole"));
 }
 
 TEST(G2pData, SplitsByWordAndReportsBadFiles) {
