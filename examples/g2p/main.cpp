@@ -29,8 +29,13 @@ int run_train(const Config& config, const TrainOptions& options, const std::stri
   TrainSummary s = train(config, options);
   fmt::print("trained {} steps in {:.1f} s ({:.1f} ms/step median); loss {:.3f} -> {:.3f}\n",
              s.steps, s.train_seconds, s.median_ms_per_step, s.first_loss, s.final_loss);
-  fmt::print("best dev (greedy, {} words): WER {:.2f}%  PER {:.2f}% at step {}\n", config.dev_words,
-             100 * s.best_dev.wer, 100 * s.best_dev.per, s.best_step);
+  if (s.best_step == 0) {
+    fmt::print("no dev evaluation yet (one comes every --eval-every {} steps)\n",
+               config.eval_every);
+  } else {
+    fmt::print("best dev (greedy, {} words): WER {:.2f}%  PER {:.2f}% at step {}\n",
+               config.dev_words, 100 * s.best_dev.wer, 100 * s.best_dev.per, s.best_step);
+  }
   if (!metrics.empty()) {
     nlohmann::json j{
         {"config", config.to_map()},        {"steps", s.steps},
@@ -116,7 +121,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--ffn", config.d_ff, "feed-forward width");
   train_cmd->add_option("--dropout", config.dropout, "dropout probability");
   train_cmd->add_option("--label-smoothing", config.label_smoothing, "label smoothing");
-  train_cmd->add_option("--lr-factor", config.lr_factor, "Noam factor");
+  train_cmd->add_option("--lr-factor", config.lr_factor, "factor of --schedule noam");
   train_cmd->add_option("--schedule", config.schedule,
                         "noam (the paper's) or cosine (warm-up, then down to 0 at --steps)");
   train_cmd->add_option("--lr", config.lr, "peak learning rate of --schedule cosine");

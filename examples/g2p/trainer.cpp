@@ -257,8 +257,8 @@ Config Config::from_map(const std::map<std::string, std::string>& v) {
   c.seed = parse_number<uint64_t>(get("seed"), "seed");
   c.train_words = parse_number<int64_t>(get("train_words"), "train_words");
   // Checkpoints written before these options existed: the Noam schedule, post-LN.
-  if (v.contains("schedule")) c.schedule = get("schedule");
-  if (v.contains("lr")) c.lr = parse_number<double>(get("lr"), "lr");
+  c.schedule = v.contains("schedule") ? get("schedule") : "noam";
+  c.lr = v.contains("lr") ? parse_number<double>(get("lr"), "lr") : 0.0;
   if (v.contains("norm_first")) c.norm_first = get("norm_first") == "1";
   c.validate();
   // A config far larger than any file could hold is refused before the model is built.

@@ -25,7 +25,7 @@ g2p::Config small_config() {
   g2p::Config c;
   c.data = fixture();
   c.d_model = 32, c.heads = 2, c.layers = 1, c.d_ff = 64;
-  c.dropout = 0.1, c.label_smoothing = 0.0, c.lr_factor = 1.0;
+  c.dropout = 0.1, c.label_smoothing = 0.0, c.schedule = "noam", c.lr_factor = 1.0;
   c.steps = 200, c.warmup = 40, c.max_tokens = 400;
   c.eval_every = 100, c.dev_words = 0, c.checkpoint_every = 0;
   return c;
@@ -99,6 +99,13 @@ TEST(G2pTraining, Schedules) {
   EXPECT_SG_ERROR(bad.validate(), "below --steps");
   bad.schedule = "linear";
   EXPECT_SG_ERROR(bad.validate(), "noam or cosine, got 'linear'");
+  // A checkpoint written before the schedule and layer order were options: Noam, post-LN.
+  std::map<std::string, std::string> old = c.to_map();
+  old.erase("schedule"), old.erase("lr"), old.erase("norm_first");
+  const g2p::Config read = g2p::Config::from_map(old);
+  EXPECT_EQ(read.schedule, "noam");
+  EXPECT_EQ(read.lr, 0.0);
+  EXPECT_FALSE(read.norm_first);
 }
 
 TEST(G2pTraining, CosinePreLnTrainsAndResumes) {
