@@ -15,6 +15,9 @@
 // keys: each query's softmax is then one register (a max and a sum across lanes), and its row
 // of P is stored as it is; with one query, the lanes-are-queries layout would fill 1 lane of 16.
 // A query whose keys are all masked gets P = 0 (masked_softmax's rule), so its out, dq are 0.
+// Keys may come by columns (a decoding cache keeps them so, nn/kv_buffer.h): then each of those
+// registers of keys is one vector load instead of a gather, and the backward reads a copy of the
+// keys in rows (attention.cpp).
 // Anything else (longer sequences, float64, no AVX-512, a head dim with stride != 1) returns
 // false and scaled_dot_product_attention composes the ops.
 #include <algorithm>
@@ -96,10 +99,19 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
   }
 }
 
-// One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart).
+// Lane s of the result: k[s, d] of one head's keys, k[s, d] at k[s * k_row + d * k_col]: a
+// vector load where the keys come by columns (k_row = 1), else a gather.
+[[SG_AVX512]] inline __m512 keys_column(const float* k, int64_t k_row, int64_t k_col, int64_t d,
+                                        __mmask16 keys) {
+  return k_row == 1 ? _mm512_maskz_loadu_ps(keys, k + d * k_col)
+                    : column(k, k_row, d * k_col, keys);
+}
+
+// One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart);
+// k[s, d] at k[s * k_row + d * k_col].
 [[SG_AVX512]] void forward_head(const float* q, int64_t q_row, const float* k, int64_t k_row,
-                                const float* v, int64_t v_row, const __mmask16* kept, float scale,
-                                HeadSizes n, float* p, float* out, int64_t out_row) {
+                                int64_t k_col, const float* v, int64_t v_row, const __mmask16* kept,
+                                float scale, HeadSizes n, float* p, float* out, int64_t out_row) {
   const __mmask16 queries = first_lanes(n.T);
   __m512 q_t[kMaxLength];  // qᵀ: register d holds q[t, d] in lane t
   for (int64_t d = 0; d < n.Dh; ++d) q_t[d] = column(q, q_row, d, queries);
@@ -110,7 +122,7 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
   for (int64_t s = 0; s < n.S; ++s) {
     __m512 sum = _mm512_setzero_ps();
     for (int64_t d = 0; d < n.Dh; ++d) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(k[s * k_row + d]), q_t[d], sum);
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(k[s * k_row + d * k_col]), q_t[d], sum);
     }
     e[s] = _mm512_mask_mul_ps(minus_inf, kept[s], sum, _mm512_set1_ps(scale));
     largest = _mm512_max_ps(largest, e[s]);
@@ -142,16 +154,17 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
 // max and a sum across the lanes, and its row of P is stored as it is (no scatter). Same p, out.
 template <int kT>
 [[SG_AVX512]] void forward_head_few_queries(const float* q, int64_t q_row, const float* k,
-                                            int64_t k_row, const float* v, int64_t v_row,
-                                            const __mmask16* kept, float scale, HeadSizes n,
-                                            float* p, float* out, int64_t out_row) {
+                                            int64_t k_row, int64_t k_col, const float* v,
+                                            int64_t v_row, const __mmask16* kept, float scale,
+                                            HeadSizes n, float* p, float* out, int64_t out_row) {
   const __mmask16 keys = first_lanes(n.S);
   // Sums over even and odd d apart (and s below): two chains of multiply-adds, not one.
   __m512 scores[kT], odd[kT];
   for (int t = 0; t < kT; ++t) scores[t] = odd[t] = _mm512_setzero_ps();
   int64_t d = 0;
   for (; d + 1 < n.Dh; d += 2) {
-    const __m512 k_d = column(k, k_row, d, keys), k_next = column(k, k_row, d + 1, keys);
+    const __m512 k_d = keys_column(k, k_row, k_col, d, keys);
+    const __m512 k_next = keys_column(k, k_row, k_col, d + 1, keys);
     for (int t = 0; t < kT; ++t) {
       scores[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]), k_d, scores[t]);
       odd[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d + 1]), k_next, odd[t]);
@@ -159,8 +172,8 @@ template <int kT>
   }
   for (int t = 0; t < kT; ++t) {
     if (d < n.Dh) {
-      scores[t] =
-          _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]), column(k, k_row, d, keys), scores[t]);
+      scores[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]),
+                                  keys_column(k, k_row, k_col, d, keys), scores[t]);
     }
     scores[t] = _mm512_add_ps(scores[t], odd[t]);
   }
@@ -238,13 +251,15 @@ template <int kT>
 }
 
 // Whether the kernels take these tensors: float, AVX-512, lengths and head sizes <= 16, the head
-// dim of every [B, H, rows, cols] operand contiguous.
-bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n) {
+// dim of every [B, H, rows, cols] operand contiguous (the keys' may be in columns instead, where
+// `keys` is given).
+bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n,
+          const Tensor* keys = nullptr) {
   if (!avx512::cpu_has_avx512()) return false;
   for (int64_t length : {n.T, n.S, n.Dh, n.Dv}) {
     if (length < 1 || length > kMaxLength) return false;
   }
-  return float_heads(heads);
+  return float_heads(heads) && (keys == nullptr || float_keys(*keys));
 }
 
 // Heads per job of the pool: ~16K multiply-adds each.
@@ -260,7 +275,7 @@ bool short_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
                      double scale, const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
   const HeadSizes n = HeadSizes::of(q, k, v);
-  if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
+  if (!fits({&q, &v, &out}, n, &k) || !weights.is_contiguous()) return false;
   const Heads hq(q), hk(k), hv(v), ho(out);
   const HeadMasks masks(mask);
   float* w = weights.data_ptr<float>();
@@ -280,7 +295,7 @@ bool short_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
         (few_queries ? kept_keys : kept_queries)(head_mask, masks.row, masks.col, n, kept);
       }
       kept_from = head_mask;
-      forward(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row, kept,
+      forward(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hk.col, hv.at(b, h), hv.row, kept,
               static_cast<float>(scale), n, w + i * n.T * n.S, ho.at(b, h), ho.row);
     }
   });
