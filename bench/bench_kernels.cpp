@@ -296,6 +296,7 @@ BENCHMARK(BM_layer_norm_backward)
     ->Args({800, 512})
     ->UseRealTime();
 BENCHMARK(BM_linear)
+    ->Args({100, 32, 32, 0})  // a decoding step's
     ->Args({800, 32, 32, 0})
     ->Args({800, 32, 32, 1})
     ->Args({800, 32, 64, 1})

@@ -34,6 +34,7 @@ namespace sg::cpu {
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's bug 105593, as short_softmax
+#pragma GCC diagnostic ignored "-Wuninitialized"        // the same bug, in transpose_16x16
 
 namespace {
 
@@ -50,6 +51,18 @@ __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1);
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(static_cast<int>(row)));
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows, index, m + col, 4);
+}
+
+// x[c] = column c of a [rows, cols] matrix (rows `row` apart; rows, cols <= 16): lane r holds
+// m[r, c]. Loaded by rows and transposed in registers: 16 vector loads and 64 shuffles, where a
+// gather per column costs ~20 cycles each (bench/NOTES.md).
+[[SG_AVX512]] inline void columns_of(const float* m, int64_t row, int64_t rows, int64_t cols,
+                                     __m512 x[kMaxLength]) {
+  const __mmask16 in_row = first_lanes(cols);
+  for (int64_t r = 0; r < kMaxLength; ++r) {
+    x[r] = r < rows ? _mm512_maskz_loadu_ps(in_row, m + r * row) : _mm512_setzero_ps();
+  }
+  avx512::transpose_16x16(x);
 }
 
 // dst[i] = Σ_j c(i, j) · src[j] for i < count, j < terms: c(i, j) = coeff[i * ci + j * cj] one
@@ -112,9 +125,8 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
 [[SG_AVX512]] void forward_head(const float* q, int64_t q_row, const float* k, int64_t k_row,
                                 int64_t k_col, const float* v, int64_t v_row, const __mmask16* kept,
                                 float scale, HeadSizes n, float* p, float* out, int64_t out_row) {
-  const __mmask16 queries = first_lanes(n.T);
   __m512 q_t[kMaxLength];  // qᵀ: register d holds q[t, d] in lane t
-  for (int64_t d = 0; d < n.Dh; ++d) q_t[d] = column(q, q_row, d, queries);
+  columns_of(q, q_row, n.T, n.Dh, q_t);
   // The scores' columns, scaled, masked entries -inf; and each query's max over the keys.
   const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 e[kMaxLength];
@@ -135,16 +147,16 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
   }
   const __mmask16 any = _mm512_cmp_ps_mask(total, _mm512_setzero_ps(), _CMP_GT_OQ);
   const __m512 inv = _mm512_maskz_div_ps(any, _mm512_set1_ps(1.0f), total);  // all masked: 0
-  // P, column by column: into p ([T, S], scattered to its rows) and a copy [s][t] to broadcast.
+  // P, column by column: a copy [s][t] to broadcast, and into p ([T, S]) transposed in registers
+  // into its rows (a scatter per column costs more than the 64 shuffles).
   alignas(64) float p_t[kMaxLength * kMaxLength];
-  const __m512i p_rows =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(n.S)));
-  for (int64_t s = 0; s < n.S; ++s) {
-    const __m512 column_s = _mm512_mul_ps(e[s], inv);
-    _mm512_store_ps(p_t + s * kMaxLength, column_s);
-    _mm512_mask_i32scatter_ps(p + s, queries, p_rows, column_s, 4);
+  for (int64_t s = 0; s < kMaxLength; ++s) {
+    e[s] = s < n.S ? _mm512_mul_ps(e[s], inv) : _mm512_setzero_ps();
+    _mm512_store_ps(p_t + s * kMaxLength, e[s]);
   }
+  avx512::transpose_16x16(e);
+  const __mmask16 keys = first_lanes(n.S);
+  for (int64_t t = 0; t < n.T; ++t) _mm512_mask_storeu_ps(p + t * n.S, keys, e[t]);
   // out[t] = Σ_s P[t, s] · v[s]
   weighted_rows(p_t, 1, kMaxLength, n.T, v, v_row, n.S, first_lanes(n.Dv), out, out_row);
 }
@@ -220,12 +232,12 @@ template <int kT>
                                  int64_t v_row, const float* p, float scale, HeadSizes n, float* dq,
                                  int64_t dq_row, float* dk, int64_t dk_row, float* dv,
                                  int64_t dv_row) {
-  const __mmask16 queries = first_lanes(n.T), lanes_h = first_lanes(n.Dh),
-                  lanes_v = first_lanes(n.Dv);
+  const __mmask16 lanes_h = first_lanes(n.Dh), lanes_v = first_lanes(n.Dv);
   __m512 d_out_t[kMaxLength];  // dOᵀ: register d holds dO[t, d] in lane t
-  for (int64_t d = 0; d < n.Dv; ++d) d_out_t[d] = column(d_out, d_out_row, d, queries);
-  // dPᵀ[s] = Σ_d v[s, d] · dOᵀ[d]; Pᵀ[s] gathered from p; each query's Σ_s P ∘ dP.
+  columns_of(d_out, d_out_row, n.T, n.Dv, d_out_t);
+  // dPᵀ[s] = Σ_d v[s, d] · dOᵀ[d]; Pᵀ[s] transposed from p; each query's Σ_s P ∘ dP.
   __m512 p_t[kMaxLength], dp_t[kMaxLength];
+  columns_of(p, n.S, n.T, n.S, p_t);
   __m512 row_dot = _mm512_setzero_ps();
   for (int64_t s = 0; s < n.S; ++s) {
     __m512 sum = _mm512_setzero_ps();
@@ -233,7 +245,6 @@ template <int kT>
       sum = _mm512_fmadd_ps(_mm512_set1_ps(v[s * v_row + d]), d_out_t[d], sum);
     }
     dp_t[s] = sum;
-    p_t[s] = column(p, n.S, s, queries);
     row_dot = _mm512_fmadd_ps(p_t[s], sum, row_dot);
   }
   // dSᵀ[s] = scale · Pᵀ[s] ∘ (dPᵀ[s] - row_dot), kept as [s][t] to broadcast.
