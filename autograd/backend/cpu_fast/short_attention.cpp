@@ -5,10 +5,11 @@
 // merged heads, and twice that backward (bench/NOTES.md).
 //
 // One head at a time, in registers whose 16 lanes are the queries t: the scores' column for key s
-// is sᵀ[s] = Σ_d k[s, d] · qᵀ[d] (qᵀ gathered once), so the softmax over the keys is elementwise
-// across S registers (a max, S exps, a sum: no horizontal reductions per row). Products that
-// want rows instead (out = P·v, dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO) broadcast one number of P or
-// dS at a time against a row of v, k, q or dO, which are contiguous along the head dim.
+// is sᵀ[s] = Σ_d k[s, d] · qᵀ[d] (qᵀ transposed in registers once), so the softmax over the keys
+// is elementwise across S registers (a max, S exps, a sum: no horizontal reductions per row);
+// P's columns go back into its rows through the same transpose. Products that want rows instead
+// (out = P·v, dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO) broadcast one number of P or dS at a time
+// against a row of v, k, q or dO, which are contiguous along the head dim.
 //   forward   P = masked_softmax(scale · q·kᵀ), out = P·v; P is written out (the weights)
 //   backward  dP = dO·vᵀ, dS = scale · P ∘ (dP - rowsum(P ∘ dP)), dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO
 // A forward of at most 4 queries (decoding's one new position) turns it around, the lanes the
