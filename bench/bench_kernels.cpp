@@ -244,6 +244,19 @@ void BM_attention(benchmark::State& state) {
       flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
+// One decoding step's attention against a KV cache (nn/kv_buffer.h): one query per head, keys
+// by columns ([B, H, Dh, capacity] read as [B, H, S, Dh]), values in rows ([B, H, capacity, Dh]).
+void BM_attention_cached(benchmark::State& state) {
+  sg::NoGradGuard no_grad;
+  const int64_t B = state.range(0), H = state.range(1), S = state.range(2), Dh = state.range(3);
+  const int64_t capacity = 16;
+  sg::Tensor q = sg::randn({B, 1, H, Dh}).transpose(1, 2);
+  sg::Tensor k = sg::randn({B, H, Dh, capacity}).narrow(3, 0, S).transpose(2, 3);
+  sg::Tensor v = sg::randn({B, H, capacity, Dh}).narrow(2, 0, S);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  for (auto _ : state) benchmark::DoNotOptimize(sg::fused_attention(q, k, v, sg::Tensor(), scale));
+}
+
 void BM_sum_columns(benchmark::State& state) {
   sg::NoGradGuard no_grad;  // a bias gradient: g [rows, D] summed over the rows
   sg::Tensor x = sg::randn({state.range(0), state.range(1)});
@@ -283,6 +296,7 @@ BENCHMARK(BM_layer_norm_backward)
     ->Args({800, 512})
     ->UseRealTime();
 BENCHMARK(BM_linear)
+    ->Args({100, 32, 32, 0})  // a decoding step's
     ->Args({800, 32, 32, 0})
     ->Args({800, 32, 32, 1})
     ->Args({800, 32, 64, 1})
@@ -302,6 +316,7 @@ BENCHMARK(BM_attention)
     ->Args({32, 8, 64, 64, 32, 1})
     ->Args({80, 8, 10, 10, 64, 1})  // annotated
     ->UseRealTime();
+BENCHMARK(BM_attention_cached)->Args({100, 4, 10, 8})->UseRealTime();
 BENCHMARK(BM_sum_columns)->Args({800, 32})->Args({2048, 1024})->UseRealTime();
 BENCHMARK(BM_merge_heads_copy)->Args({80, 4, 11, 8})->Args({32, 8, 64, 32})->UseRealTime();
 BENCHMARK(BM_broadcast_rows_copy)->Args({880, 32})->Args({2048, 1024})->UseRealTime();

@@ -34,17 +34,16 @@ Tensor DecoderLayer::step(const Tensor& x, LayerCache& cache, const Tensor& memo
       [&](const Tensor& h) {
         // Append the new positions' keys and values, then let the new queries look at every
         // position so far (and, among themselves, only backwards).
-        const int64_t past = cache.self_k.defined() ? cache.self_k.size(2) : 0;
-        Tensor k = self_attn->project_keys(h), v = self_attn->project_values(h);
-        cache.self_k = past > 0 ? cat({cache.self_k, k}, 2) : k;
-        cache.self_v = past > 0 ? cat({cache.self_v, v}, 2) : v;
+        const int64_t past = cache.self_k.length();
+        cache.self_k.append(self_attn->project_keys(h));  // as cat({self_k, k}, 2)
+        cache.self_v.append(self_attn->project_values(h));
         const int64_t n = h.size(1);
         // One new position may look at every position so far: no mask to build or apply.
         Tensor mask = n == 1 ? Tensor() : make_causal_mask(past + n, h.device()).narrow(2, past, n);
-        return self_attn->attend(h, cache.self_k, cache.self_v, mask);
+        return self_attn->attend(h, cache.self_k.tensor(), cache.self_v.tensor(), mask);
       },
       [&](const Tensor& h) {
-        return cross_attn->attend(h, cache.cross_k, cache.cross_v, memory_mask);
+        return cross_attn->attend(h, cache.cross_k.tensor(), cache.cross_v.tensor(), memory_mask);
       });
 }
 
@@ -89,11 +88,21 @@ DecoderCache Decoder::start(const Tensor& memory, const Tensor& memory_mask) {
   cache.memory_mask = memory_mask;
   for (size_t i = 0; i < layers->size(); ++i) {
     auto& attn = layers->at<DecoderLayer>(i)->cross_attn;
-    // Stored contiguous: every step reads them whole, and a view would be copied each time.
-    cache.layers.push_back({Tensor(), Tensor(), attn->project_keys(memory).contiguous(),
-                            attn->project_values(memory).contiguous()});
+    // Copied out of the projections' rows once: every step reads them whole.
+    LayerCache layer;
+    layer.cross_k.append(attn->project_keys(memory));
+    layer.cross_v.append(attn->project_values(memory));
+    cache.layers.push_back(std::move(layer));
   }
   return cache;
+}
+
+void DecoderCache::reorder(const Tensor& index) {
+  for (LayerCache& layer : layers) {
+    for (KVBuffer* t : {&layer.self_k, &layer.self_v, &layer.cross_k, &layer.cross_v})
+      t->reorder(index);
+  }
+  if (memory_mask.defined()) memory_mask = memory_mask.index_select(0, index);
 }
 
 Tensor Decoder::step(const Tensor& x, DecoderCache& cache) {

@@ -20,21 +20,29 @@
 #include "nn/container.h"
 #include "nn/dropout.h"
 #include "nn/feed_forward.h"
+#include "nn/kv_buffer.h"
 #include "nn/layer_norm.h"
 #include "nn/multihead_attention.h"
 #include "nn/transformer_options.h"
 
 namespace sg::nn {
 
-// Keys and values projected once and reused: [B, H, L, Dh] each.
+// Keys and values projected once and reused: [B, H, L, Dh] each (tensor()). Keys by columns,
+// values in rows: the layouts the attention kernels read fastest (nn/kv_buffer.h).
 struct LayerCache {
-  Tensor self_k, self_v;    // of the L target positions decoded so far (grows every step)
-  Tensor cross_k, cross_v;  // of the memory (fixed)
+  // Of the L target positions decoded so far (grows every step).
+  KVBuffer self_k{KVBuffer::Layout::Columns}, self_v{KVBuffer::Layout::Rows};
+  // Of the memory (fixed: appended once, by Decoder::start).
+  KVBuffer cross_k{KVBuffer::Layout::Columns}, cross_v{KVBuffer::Layout::Rows};
 };
 struct DecoderCache {
   std::vector<LayerCache> layers;
   Tensor memory_mask;  // [B, 1, 1, S] or undefined
   int64_t length = 0;  // target positions decoded so far: the next position is `length`
+
+  // Row i of the batch becomes the old row index[i] in every cached tensor (beam search keeps
+  // the rows of the hypotheses it extends; the number of rows may change).
+  void reorder(const Tensor& index);
 };
 
 class DecoderLayer : public Module {

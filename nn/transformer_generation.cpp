@@ -23,13 +23,7 @@ class CachedState : public DecodingState {
   }
 
   void reorder(const std::vector<int64_t>& rows) override {
-    Tensor index = rows_index(rows, device_);
-    for (LayerCache& layer : cache_.layers) {
-      for (Tensor* t : {&layer.self_k, &layer.self_v, &layer.cross_k, &layer.cross_v})
-        if (t->defined()) *t = t->index_select(0, index);
-    }
-    if (cache_.memory_mask.defined())
-      cache_.memory_mask = cache_.memory_mask.index_select(0, index);
+    cache_.reorder(rows_index(rows, device_));
   }
 
  private:

@@ -4,8 +4,9 @@
 // the output and through the weights) against the composed attention in float64
 // (nn::scaled_dot_product_attention, which composes the ops for float64), with no mask, padding
 // and causal masks, a query with every key masked, queries and keys of different lengths, head
-// views split from [B, T, H·Dh] rows, and the sizes at the kernels' limits; and the cases they
-// leave to the composition.
+// views split from [B, T, H·Dh] rows, keys by columns (a decoding cache's layout,
+// nn/kv_buffer.h), and the sizes at the kernels' limits; and the cases they leave to the
+// composition.
 #include <utility>
 
 #include "autograd/backend/backend.h"
@@ -20,6 +21,8 @@ struct Case {
   int64_t B, H, T, S, Dh, Dv;
   Tensor mask;               // bool, broadcastable to [B, H, T, S], or undefined
   bool split_heads = false;  // q, k, v as views [B, L, H, D] -> [B, H, L, D]
+  // k as a KVBuffer keeps keys: [B, H, Dh, capacity] narrowed to S and read as [B, H, S, Dh]
+  bool keys_by_columns = false;
 };
 
 Tensor heads(const Case& c, int64_t L, int64_t D) {
@@ -30,12 +33,20 @@ Tensor heads(const Case& c, int64_t L, int64_t D) {
 void check_against_composition(const Case& c) {
   SCOPED_TRACE(fmt::format("B {} H {} T {} S {} Dh {} Dv {} mask {} split {}", c.B, c.H, c.T, c.S,
                            c.Dh, c.Dv, c.mask.defined() ? c.mask.shape() : Shape{}, c.split_heads));
-  const Tensor q = heads(c, c.T, c.Dh), k = heads(c, c.S, c.Dh), v = heads(c, c.S, c.Dv);
+  const Tensor q = heads(c, c.T, c.Dh), v = heads(c, c.S, c.Dv);
+  const Tensor k = c.keys_by_columns
+                       ? randn({c.B, c.H, c.Dh, c.S + 3}).narrow(3, 0, c.S).transpose(2, 3)
+                       : heads(c, c.S, c.Dh);
   const Tensor g_out = randn({c.B, c.H, c.T, c.Dv}), g_weights = randn({c.B, c.H, c.T, c.S});
   const double scale = 0.37;
 
-  Tensor qf = q.clone().requires_grad_(true), kf = k.clone().requires_grad_(true),
-         vf = v.clone().requires_grad_(true);
+  // Leaves with q's, k's and v's strides (clone() keeps a view's layout only where it is dense).
+  auto leaf = [](const Tensor& t) {
+    Tensor copy = t.detach();
+    copy.requires_grad_(true);
+    return copy;
+  };
+  Tensor qf = leaf(q), kf = leaf(k), vf = leaf(v);
   auto [out, weights] = fused_attention(qf, kf, vf, c.mask, scale);
   ASSERT_TRUE(out.grad_fn() && out.grad_fn()->name() == "fused_attention")
       << "the kernel did not take these shapes";
@@ -130,6 +141,30 @@ TEST(AttentionFused, AFewQueriesMatchTheComposition) {
   }
   check_against_composition({3, 2, 1, 1, 16, 1, Tensor()});  // one key: P = 1
   expect_a_blind_query_gets_zeros(3, 1);
+}
+
+// Keys by columns, as a decoding cache keeps them (nn/kv_buffer.h): the kernels read them in
+// place (one query's scores are then vector loads, not gathers); the backward copies them into
+// rows. The same answers, through both kernels.
+TEST(AttentionFused, KeysByColumnsMatchTheComposition) {
+  CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
+  SG_SKIP_WITHOUT_SHORT_ATTENTION();
+  manual_seed(6);
+  const Tensor by_columns = randn({2, 4, 8, 16}).narrow(3, 0, 11).transpose(2, 3);
+  EXPECT_TRUE(kernel_takes(randn({2, 4, 1, 8}), by_columns, randn({2, 4, 11, 8})));
+  const Tensor lengths = tensor({7.0, 11.0}).view({2, 1});
+  const Tensor padding = arange(11.0).view({1, 11}).lt(lengths).view({2, 1, 1, 11});
+  for (int64_t T : {1, 2, 4, 5, 11}) {  // keys in the lanes up to 4 queries, queries past
+    SCOPED_TRACE(T);
+    check_against_composition({2, 4, T, 11, 8, 8, Tensor(), true, true});
+    check_against_composition({2, 4, T, 11, 8, 5, padding, true, true});
+    const Tensor causal_rows = nn::make_causal_mask(16).narrow(2, 16 - T, T);
+    check_against_composition({2, 3, T, 16, 7, 16, causal_rows, false, true});
+  }
+  check_against_composition({3, 2, 1, 1, 16, 1, Tensor(), false, true});  // the first position
+  // Past 16 keys or a head of 16: narrow_gemm's kernel.
+  check_against_composition({2, 3, 1, 40, 20, 20, Tensor(), true, true});
+  check_against_composition({2, 2, 64, 64, 32, 32, nn::make_causal_mask(64), true, true});
 }
 
 // The output comes in [B, T, H, Dv] order: merging the heads back is a view.

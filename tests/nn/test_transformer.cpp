@@ -193,7 +193,7 @@ TEST(TransformerTest, DecodeStepWithCacheMatchesDecodingTheWholePrefix) {
         EXPECT_TRUE(tensors_near(step, full.narrow(1, t, 1), 1e-5, 1e-4)) << "position " << t;
       }
       EXPECT_EQ(cache.length, 5);
-      EXPECT_EQ(cache.layers[0].self_k.shape(), (Shape{2, 2, 5, 4}));
+      EXPECT_EQ(cache.layers[0].self_k.tensor().shape(), (Shape{2, 2, 5, 4}));
       // Several tokens per step: causal among the new ones.
       DecoderCache chunked = model.start_decoding(memory, src_mask);
       Tensor first = model.decode_step(tgt.narrow(1, 0, 2), chunked);

@@ -2,6 +2,8 @@
 // products at a time; else false, and the op composes it (attention.h).
 #include "autograd/backend/cpu_fast/attention.h"
 
+#include "autograd/backend/cpu_fast/attention_heads.h"
+
 #include "autograd/backend/cpu_fast/fast_cpu_backend.h"
 
 namespace sg::cpu {
@@ -16,8 +18,10 @@ bool FastCpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v
 bool FastCpuBackend::attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
                                         const Tensor& v, const Tensor& weights, double scale,
                                         const Tensor& dq, const Tensor& dk, const Tensor& dv) {
-  return short_attention_backward(grad, q, k, v, weights, scale, dq, dk, dv) ||
-         gemm_attention_backward(grad, q, k, v, weights, scale, dq, dk, dv);
+  // The forwards also take keys by columns (a decoding cache's); the backwards read them in rows.
+  const Tensor k_rows = keys_by_columns(k) ? k.contiguous() : k;
+  return short_attention_backward(grad, q, k_rows, v, weights, scale, dq, dk, dv) ||
+         gemm_attention_backward(grad, q, k_rows, v, weights, scale, dq, dk, dv);
 }
 
 }  // namespace sg::cpu

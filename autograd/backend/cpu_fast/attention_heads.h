@@ -9,17 +9,19 @@
 
 namespace sg::cpu {
 
-// A [B, H, rows, cols] float tensor whose last stride is 1: matrix (b, h) starts at
-// data + b * batch + h * head, its rows `row` apart. Any other strides: a head split from the
-// [B, L, H·D] rows of a projection is read where it is.
+// A [B, H, rows, cols] float tensor: matrix (b, h) starts at data + b * batch + h * head, its
+// rows `row` apart and its columns `col` apart. Any strides: a head split from the [B, L, H·D]
+// rows of a projection is read where it is. The kernels want col = 1 (rows contiguous), except
+// for keys, which may also come by columns (row = 1: a decoding cache's, nn/kv_buffer.h).
 struct Heads {
   float* data;
-  int64_t batch, head, row;
+  int64_t batch, head, row, col;
   explicit Heads(const Tensor& t)
       : data(const_cast<float*>(t.data_ptr<float>())),
         batch(t.stride(0)),
         head(t.stride(1)),
-        row(t.stride(2)) {}
+        row(t.stride(2)),
+        col(t.size(3) == 1 ? 1 : t.stride(3)) {}
   float* at(int64_t b, int64_t h) const { return data + b * batch + h * head; }
 };
 
@@ -46,8 +48,8 @@ struct HeadMasks {
   }
 };
 
-// Whether every tensor is a 4-d float tensor whose last dim is contiguous (or of size 1): what
-// Heads can address.
+// Whether every tensor is a 4-d float tensor whose last dim is contiguous (or of size 1): rows
+// the kernels read with vector loads.
 inline bool float_heads(std::initializer_list<const Tensor*> heads) {
   for (const Tensor* t : heads) {
     if (t->dtype() != kFloat32 || t->dim() != 4 || (t->stride(3) != 1 && t->size(3) > 1)) {
@@ -56,5 +58,14 @@ inline bool float_heads(std::initializer_list<const Tensor*> heads) {
   }
   return true;
 }
+
+// Whether keys [B, H, S, Dh] are in rows (float_heads) or in columns: each head dim's S keys
+// contiguous (stride(2) == 1), as a decoding cache keeps them so that one query's scores are a
+// few vector loads.
+inline bool keys_by_columns(const Tensor& k) {
+  return k.dtype() == kFloat32 && k.dim() == 4 && (k.stride(2) == 1 || k.size(2) == 1) &&
+         k.stride(3) != 1 && k.size(3) > 1;
+}
+inline bool float_keys(const Tensor& k) { return float_heads({&k}) || keys_by_columns(k); }
 
 }  // namespace sg::cpu

@@ -33,15 +33,30 @@ namespace {
 constexpr int64_t kMaxWidth = 64;  // S, Dh, Dv: narrow_gemm's and short_softmax's rows
 
 // Whether these tensors fit: float, kernels for this CPU, S, Dh, Dv <= 64 (any T), the head dim
-// of every [B, H, rows, cols] operand contiguous. Every product then has at most 64 columns and
+// of every [B, H, rows, cols] operand contiguous (the keys' may be in columns instead, where
+// `keys` is given: a decoding cache's). Every product then has at most 64 columns and
 // either a depth of at most 64 (S, Dh or Dv) or at most 64 rows (dk, dv: S rows over T queries),
 // which narrow_gemm takes.
-bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n) {
+bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n,
+          const Tensor* keys = nullptr) {
   if (n.T < 1 || !short_softmax_fits(n.S)) return false;
   for (int64_t width : {n.S, n.Dh, n.Dv}) {
     if (width < 1 || width > kMaxWidth || !narrow_gemm_fits(1, width, 1)) return false;
   }
-  return float_heads(heads);
+  return float_heads(heads) && (keys == nullptr || float_keys(*keys));
+}
+
+// scale · kᵀ [Dh, S] into rows: transposed from keys in rows, or a scaled copy of keys that come
+// by columns (row = 1: kᵀ's rows already).
+void scaled_keys_t(const float* k, int64_t k_row, int64_t k_col, const HeadSizes& n, float scale,
+                   float* k_t) {
+  if (k_col == 1) {
+    transpose_into_rows(k, k_row, n.S, n.Dh, scale, k_t, n.S);
+    return;
+  }
+  for (int64_t d = 0; d < n.Dh; ++d) {
+    for (int64_t s = 0; s < n.S; ++s) k_t[d * n.S + s] = scale * k[s * k_row + d * k_col];
+  }
 }
 
 // Heads per job of the pool: ~64K multiply-adds each.
@@ -55,7 +70,7 @@ bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
                     double scale, const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
   const HeadSizes n = HeadSizes::of(q, k, v);
-  if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
+  if (!fits({&q, &v, &out}, n, &k) || !weights.is_contiguous()) return false;
   const Heads hq(q), hk(k), hv(v), ho(out);
   const HeadMasks masks(mask);
   float* w = weights.data_ptr<float>();
@@ -64,8 +79,7 @@ bool gemm_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t b = i / H, h = i % H;
       float* p = w + i * n.T * n.S;
-      transpose_into_rows(hk.at(b, h), hk.row, n.S, n.Dh, static_cast<float>(scale), k_t.data(),
-                          n.S);
+      scaled_keys_t(hk.at(b, h), hk.row, hk.col, n, static_cast<float>(scale), k_t.data());
       narrow_gemm(n.T, n.S, n.Dh, hq.at(b, h), hq.row, 1, k_t.data(), n.S, nullptr, p, n.S,
                   /*accumulate=*/false);
       short_softmax_rows(p, p, n.T, n.S, masks.at(b, h), masks.row, masks.col);

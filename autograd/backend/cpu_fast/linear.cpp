@@ -123,8 +123,19 @@ bool FastCpuBackend::linear_backward(const Tensor& grad, const Tensor& x, const 
                     partial, in, /*accumulate=*/false);
       }
       if (db_size > 0) {
+        // Four rows per pass over db: one load-add-store chain through db per row was the
+        // limit (as in the column sums of reduce.cpp).
         float* db = partial + dw_size;  // zeroed by the vector
-        for (int64_t r = lo; r < hi; ++r) {
+        int64_t r = lo;
+        for (; r + 4 <= hi; r += 4) {
+          const float* g_r = pg + r * out_features;
+          const int64_t o1 = out_features, o2 = 2 * out_features, o3 = 3 * out_features;
+#pragma omp simd
+          for (int64_t o = 0; o < out_features; ++o) {
+            db[o] += (g_r[o] + g_r[o1 + o]) + (g_r[o2 + o] + g_r[o3 + o]);
+          }
+        }
+        for (; r < hi; ++r) {
           const float* g_r = pg + r * out_features;
 #pragma omp simd
           for (int64_t o = 0; o < out_features; ++o) db[o] += g_r[o];

@@ -5,16 +5,20 @@
 // merged heads, and twice that backward (bench/NOTES.md).
 //
 // One head at a time, in registers whose 16 lanes are the queries t: the scores' column for key s
-// is sᵀ[s] = Σ_d k[s, d] · qᵀ[d] (qᵀ gathered once), so the softmax over the keys is elementwise
-// across S registers (a max, S exps, a sum: no horizontal reductions per row). Products that
-// want rows instead (out = P·v, dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO) broadcast one number of P or
-// dS at a time against a row of v, k, q or dO, which are contiguous along the head dim.
+// is sᵀ[s] = Σ_d k[s, d] · qᵀ[d] (qᵀ transposed in registers once), so the softmax over the keys
+// is elementwise across S registers (a max, S exps, a sum: no horizontal reductions per row);
+// P's columns go back into its rows through the same transpose. Products that want rows instead
+// (out = P·v, dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO) broadcast one number of P or dS at a time
+// against a row of v, k, q or dO, which are contiguous along the head dim.
 //   forward   P = masked_softmax(scale · q·kᵀ), out = P·v; P is written out (the weights)
 //   backward  dP = dO·vᵀ, dS = scale · P ∘ (dP - rowsum(P ∘ dP)), dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dO
 // A forward of at most 4 queries (decoding's one new position) turns it around, the lanes the
 // keys: each query's softmax is then one register (a max and a sum across lanes), and its row
 // of P is stored as it is; with one query, the lanes-are-queries layout would fill 1 lane of 16.
 // A query whose keys are all masked gets P = 0 (masked_softmax's rule), so its out, dq are 0.
+// Keys may come by columns (a decoding cache keeps them so, nn/kv_buffer.h): then each of those
+// registers of keys is one vector load instead of a gather, and the backward reads a copy of the
+// keys in rows (attention.cpp).
 // Anything else (longer sequences, float64, no AVX-512, a head dim with stride != 1) returns
 // false and scaled_dot_product_attention composes the ops.
 #include <algorithm>
@@ -31,6 +35,7 @@ namespace sg::cpu {
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's bug 105593, as short_softmax
+#pragma GCC diagnostic ignored "-Wuninitialized"        // the same bug, in transpose_16x16
 
 namespace {
 
@@ -47,6 +52,18 @@ __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1);
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(static_cast<int>(row)));
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows, index, m + col, 4);
+}
+
+// x[c] = column c of a [rows, cols] matrix (rows `row` apart; rows, cols <= 16): lane r holds
+// m[r, c]. Loaded by rows and transposed in registers: 16 vector loads and 64 shuffles, where a
+// gather per column costs ~20 cycles each (bench/NOTES.md).
+[[SG_AVX512]] inline void columns_of(const float* m, int64_t row, int64_t rows, int64_t cols,
+                                     __m512 x[kMaxLength]) {
+  const __mmask16 in_row = first_lanes(cols);
+  for (int64_t r = 0; r < kMaxLength; ++r) {
+    x[r] = r < rows ? _mm512_maskz_loadu_ps(in_row, m + r * row) : _mm512_setzero_ps();
+  }
+  avx512::transpose_16x16(x);
 }
 
 // dst[i] = Σ_j c(i, j) · src[j] for i < count, j < terms: c(i, j) = coeff[i * ci + j * cj] one
@@ -96,13 +113,21 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
   }
 }
 
-// One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart).
+// Lane s of the result: k[s, d] of one head's keys, k[s, d] at k[s * k_row + d * k_col]: a
+// vector load where the keys come by columns (k_row = 1), else a gather.
+[[SG_AVX512]] inline __m512 keys_column(const float* k, int64_t k_row, int64_t k_col, int64_t d,
+                                        __mmask16 keys) {
+  return k_row == 1 ? _mm512_maskz_loadu_ps(keys, k + d * k_col)
+                    : column(k, k_row, d * k_col, keys);
+}
+
+// One head forward: p [T, S] (the weights, contiguous) and out [T, Dv] (rows `out_row` apart);
+// k[s, d] at k[s * k_row + d * k_col].
 [[SG_AVX512]] void forward_head(const float* q, int64_t q_row, const float* k, int64_t k_row,
-                                const float* v, int64_t v_row, const __mmask16* kept, float scale,
-                                HeadSizes n, float* p, float* out, int64_t out_row) {
-  const __mmask16 queries = first_lanes(n.T);
+                                int64_t k_col, const float* v, int64_t v_row, const __mmask16* kept,
+                                float scale, HeadSizes n, float* p, float* out, int64_t out_row) {
   __m512 q_t[kMaxLength];  // qᵀ: register d holds q[t, d] in lane t
-  for (int64_t d = 0; d < n.Dh; ++d) q_t[d] = column(q, q_row, d, queries);
+  columns_of(q, q_row, n.T, n.Dh, q_t);
   // The scores' columns, scaled, masked entries -inf; and each query's max over the keys.
   const __m512 minus_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __m512 e[kMaxLength];
@@ -110,7 +135,7 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
   for (int64_t s = 0; s < n.S; ++s) {
     __m512 sum = _mm512_setzero_ps();
     for (int64_t d = 0; d < n.Dh; ++d) {
-      sum = _mm512_fmadd_ps(_mm512_set1_ps(k[s * k_row + d]), q_t[d], sum);
+      sum = _mm512_fmadd_ps(_mm512_set1_ps(k[s * k_row + d * k_col]), q_t[d], sum);
     }
     e[s] = _mm512_mask_mul_ps(minus_inf, kept[s], sum, _mm512_set1_ps(scale));
     largest = _mm512_max_ps(largest, e[s]);
@@ -123,16 +148,16 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
   }
   const __mmask16 any = _mm512_cmp_ps_mask(total, _mm512_setzero_ps(), _CMP_GT_OQ);
   const __m512 inv = _mm512_maskz_div_ps(any, _mm512_set1_ps(1.0f), total);  // all masked: 0
-  // P, column by column: into p ([T, S], scattered to its rows) and a copy [s][t] to broadcast.
+  // P, column by column: a copy [s][t] to broadcast, and into p ([T, S]) transposed in registers
+  // into its rows (a scatter per column costs more than the 64 shuffles).
   alignas(64) float p_t[kMaxLength * kMaxLength];
-  const __m512i p_rows =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int>(n.S)));
-  for (int64_t s = 0; s < n.S; ++s) {
-    const __m512 column_s = _mm512_mul_ps(e[s], inv);
-    _mm512_store_ps(p_t + s * kMaxLength, column_s);
-    _mm512_mask_i32scatter_ps(p + s, queries, p_rows, column_s, 4);
+  for (int64_t s = 0; s < kMaxLength; ++s) {
+    e[s] = s < n.S ? _mm512_mul_ps(e[s], inv) : _mm512_setzero_ps();
+    _mm512_store_ps(p_t + s * kMaxLength, e[s]);
   }
+  avx512::transpose_16x16(e);
+  const __mmask16 keys = first_lanes(n.S);
+  for (int64_t t = 0; t < n.T; ++t) _mm512_mask_storeu_ps(p + t * n.S, keys, e[t]);
   // out[t] = Σ_s P[t, s] · v[s]
   weighted_rows(p_t, 1, kMaxLength, n.T, v, v_row, n.S, first_lanes(n.Dv), out, out_row);
 }
@@ -142,16 +167,17 @@ void kept_keys(const uint8_t* mask, int64_t row, int64_t col, HeadSizes n, __mma
 // max and a sum across the lanes, and its row of P is stored as it is (no scatter). Same p, out.
 template <int kT>
 [[SG_AVX512]] void forward_head_few_queries(const float* q, int64_t q_row, const float* k,
-                                            int64_t k_row, const float* v, int64_t v_row,
-                                            const __mmask16* kept, float scale, HeadSizes n,
-                                            float* p, float* out, int64_t out_row) {
+                                            int64_t k_row, int64_t k_col, const float* v,
+                                            int64_t v_row, const __mmask16* kept, float scale,
+                                            HeadSizes n, float* p, float* out, int64_t out_row) {
   const __mmask16 keys = first_lanes(n.S);
   // Sums over even and odd d apart (and s below): two chains of multiply-adds, not one.
   __m512 scores[kT], odd[kT];
   for (int t = 0; t < kT; ++t) scores[t] = odd[t] = _mm512_setzero_ps();
   int64_t d = 0;
   for (; d + 1 < n.Dh; d += 2) {
-    const __m512 k_d = column(k, k_row, d, keys), k_next = column(k, k_row, d + 1, keys);
+    const __m512 k_d = keys_column(k, k_row, k_col, d, keys);
+    const __m512 k_next = keys_column(k, k_row, k_col, d + 1, keys);
     for (int t = 0; t < kT; ++t) {
       scores[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]), k_d, scores[t]);
       odd[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d + 1]), k_next, odd[t]);
@@ -159,8 +185,8 @@ template <int kT>
   }
   for (int t = 0; t < kT; ++t) {
     if (d < n.Dh) {
-      scores[t] =
-          _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]), column(k, k_row, d, keys), scores[t]);
+      scores[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[t * q_row + d]),
+                                  keys_column(k, k_row, k_col, d, keys), scores[t]);
     }
     scores[t] = _mm512_add_ps(scores[t], odd[t]);
   }
@@ -207,12 +233,12 @@ template <int kT>
                                  int64_t v_row, const float* p, float scale, HeadSizes n, float* dq,
                                  int64_t dq_row, float* dk, int64_t dk_row, float* dv,
                                  int64_t dv_row) {
-  const __mmask16 queries = first_lanes(n.T), lanes_h = first_lanes(n.Dh),
-                  lanes_v = first_lanes(n.Dv);
+  const __mmask16 lanes_h = first_lanes(n.Dh), lanes_v = first_lanes(n.Dv);
   __m512 d_out_t[kMaxLength];  // dOᵀ: register d holds dO[t, d] in lane t
-  for (int64_t d = 0; d < n.Dv; ++d) d_out_t[d] = column(d_out, d_out_row, d, queries);
-  // dPᵀ[s] = Σ_d v[s, d] · dOᵀ[d]; Pᵀ[s] gathered from p; each query's Σ_s P ∘ dP.
+  columns_of(d_out, d_out_row, n.T, n.Dv, d_out_t);
+  // dPᵀ[s] = Σ_d v[s, d] · dOᵀ[d]; Pᵀ[s] transposed from p; each query's Σ_s P ∘ dP.
   __m512 p_t[kMaxLength], dp_t[kMaxLength];
+  columns_of(p, n.S, n.T, n.S, p_t);
   __m512 row_dot = _mm512_setzero_ps();
   for (int64_t s = 0; s < n.S; ++s) {
     __m512 sum = _mm512_setzero_ps();
@@ -220,7 +246,6 @@ template <int kT>
       sum = _mm512_fmadd_ps(_mm512_set1_ps(v[s * v_row + d]), d_out_t[d], sum);
     }
     dp_t[s] = sum;
-    p_t[s] = column(p, n.S, s, queries);
     row_dot = _mm512_fmadd_ps(p_t[s], sum, row_dot);
   }
   // dSᵀ[s] = scale · Pᵀ[s] ∘ (dPᵀ[s] - row_dot), kept as [s][t] to broadcast.
@@ -238,13 +263,15 @@ template <int kT>
 }
 
 // Whether the kernels take these tensors: float, AVX-512, lengths and head sizes <= 16, the head
-// dim of every [B, H, rows, cols] operand contiguous.
-bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n) {
+// dim of every [B, H, rows, cols] operand contiguous (the keys' may be in columns instead, where
+// `keys` is given).
+bool fits(std::initializer_list<const Tensor*> heads, const HeadSizes& n,
+          const Tensor* keys = nullptr) {
   if (!avx512::cpu_has_avx512()) return false;
   for (int64_t length : {n.T, n.S, n.Dh, n.Dv}) {
     if (length < 1 || length > kMaxLength) return false;
   }
-  return float_heads(heads);
+  return float_heads(heads) && (keys == nullptr || float_keys(*keys));
 }
 
 // Heads per job of the pool: ~16K multiply-adds each.
@@ -260,7 +287,7 @@ bool short_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
                      double scale, const Tensor& out, const Tensor& weights) {
   const int64_t B = q.size(0), H = q.size(1);
   const HeadSizes n = HeadSizes::of(q, k, v);
-  if (!fits({&q, &k, &v, &out}, n) || !weights.is_contiguous()) return false;
+  if (!fits({&q, &v, &out}, n, &k) || !weights.is_contiguous()) return false;
   const Heads hq(q), hk(k), hv(v), ho(out);
   const HeadMasks masks(mask);
   float* w = weights.data_ptr<float>();
@@ -280,7 +307,7 @@ bool short_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
         (few_queries ? kept_keys : kept_queries)(head_mask, masks.row, masks.col, n, kept);
       }
       kept_from = head_mask;
-      forward(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hv.at(b, h), hv.row, kept,
+      forward(hq.at(b, h), hq.row, hk.at(b, h), hk.row, hk.col, hv.at(b, h), hv.row, kept,
               static_cast<float>(scale), n, w + i * n.T * n.S, ho.at(b, h), ho.row);
     }
   });
