@@ -97,6 +97,11 @@ decltype(auto) with_registers_per_row(int64_t D, F&& f) {
   return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);  // NaN stays NaN
 }
 
+// GCC 12's unpack intrinsics start from an "undefined" register that it then reports as used
+// uninitialised when this is compiled without inlining (-O1; GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 // x[i] becomes column i of the 16 x 16 block whose rows x held: three rounds of interleaving,
 // each pairing registers 1, 2, then 4 and 8 apart (unpack floats, unpack pairs, swap 128-bit
 // quarters twice).
@@ -127,6 +132,7 @@ decltype(auto) with_registers_per_row(int64_t D, F&& f) {
     x[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd);
   }
 }
+#pragma GCC diagnostic pop
 
 }  // namespace sg::cpu::avx512
 
