@@ -259,7 +259,7 @@ Config Config::from_map(const std::map<std::string, std::string>& v) {
   // Checkpoints written before these options existed: the Noam schedule, post-LN.
   c.schedule = v.contains("schedule") ? get("schedule") : "noam";
   c.lr = v.contains("lr") ? parse_number<double>(get("lr"), "lr") : 0.0;
-  if (v.contains("norm_first")) c.norm_first = get("norm_first") == "1";
+  c.norm_first = v.contains("norm_first") && get("norm_first") == "1";
   c.validate();
   // A config far larger than any file could hold is refused before the model is built.
   SG_CHECK(c.d_model <= 4096 && c.d_ff <= 65536 && c.layers <= 64 && c.heads <= 256,

@@ -37,6 +37,17 @@ double mean(const std::vector<double>& v, size_t first, size_t n) {
   return s / static_cast<double>(n);
 }
 
+// Trains `c` in `dir` in two runs, stopped after `stop_after` steps and then resumed: the losses
+// must be bit for bit those of `whole`, the same config trained in one run.
+void expect_exact_resume(const g2p::Config& c, const std::string& dir, int64_t stop_after,
+                         const g2p::TrainSummary& whole) {
+  g2p::train(c, {.out_dir = dir, .quiet = true, .stop_after = stop_after});
+  g2p::TrainSummary resumed = g2p::train(c, {.out_dir = dir, .resume = true, .quiet = true});
+  ASSERT_EQ(resumed.losses.size(), whole.losses.size());
+  for (size_t i = 0; i < whole.losses.size(); ++i)
+    EXPECT_EQ(resumed.losses[i], whole.losses[i]) << "step " << i + 1;
+}
+
 TEST(G2pTraining, LossFallsOnADictionarySlice) {
   g2p::TrainOptions o{.out_dir = temp_dir("train"), .quiet = true};
   g2p::TrainSummary s = g2p::train(small_config(), o);
@@ -64,11 +75,7 @@ TEST(G2pTraining, ResumeIsExact) {
   c.steps = 30, c.eval_every = 15, c.checkpoint_every = 5;
   g2p::TrainSummary whole = g2p::train(c, {.out_dir = temp_dir("whole"), .quiet = true});
   const std::string dir = temp_dir("halves");
-  g2p::train(c, {.out_dir = dir, .quiet = true, .stop_after = 17});
-  g2p::TrainSummary resumed = g2p::train(c, {.out_dir = dir, .resume = true, .quiet = true});
-  ASSERT_EQ(resumed.losses.size(), whole.losses.size());
-  for (size_t i = 0; i < whole.losses.size(); ++i)
-    EXPECT_EQ(resumed.losses[i], whole.losses[i]) << "step " << i + 1;
+  expect_exact_resume(c, dir, 17, whole);
   EXPECT_SG_ERROR(g2p::train(c, {.out_dir = dir, .quiet = true}), "--resume");
   g2p::Config fewer = c;
   fewer.train_words = 100;
@@ -116,11 +123,7 @@ TEST(G2pTraining, CosinePreLnTrainsAndResumes) {
   EXPECT_LT(mean(whole.losses, 50, 10), 0.8 * mean(whole.losses, 0, 10));
   // The schedule and the layer order travel in the checkpoint: a resume continues them exactly.
   const std::string dir = temp_dir("cos_halves");
-  g2p::train(c, {.out_dir = dir, .quiet = true, .stop_after = 30});
-  g2p::TrainSummary resumed = g2p::train(c, {.out_dir = dir, .resume = true, .quiet = true});
-  ASSERT_EQ(resumed.losses.size(), whole.losses.size());
-  for (size_t i = 0; i < whole.losses.size(); ++i)
-    EXPECT_EQ(resumed.losses[i], whole.losses[i]) << "step " << i + 1;
+  expect_exact_resume(c, dir, 30, whole);
   g2p::Model m = g2p::load_model(dir + "/last.safetensors");
   EXPECT_TRUE(m.config.norm_first);
   EXPECT_EQ(m.config.schedule, "cosine");
