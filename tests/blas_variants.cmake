@@ -56,3 +56,15 @@ foreach(which IN ITEMS openblas blis mkl scipy-openblas)
                    $<TARGET_FILE:blas_smoke_${id}>)
   set_tests_properties(blas.${which}.smoke PROPERTIES LABELS blas TIMEOUT 120)
 endforeach()
+
+# The default library: chapter 4's example names it, and its thread count follows
+# OPENBLAS_NUM_THREADS, which the scripts set to mean "the BLAS's threads" (one per test when tests
+# run in parallel), whichever library it is.
+if(TARGET 04_matmul)
+  add_test(NAME blas.default.threads_from_environment
+           COMMAND bash -c "set -o pipefail; \"$0\" | tee /dev/stderr | grep -q '^  .* kernels: .*, threads: 1$'"
+                   $<TARGET_FILE:04_matmul>)
+  set_tests_properties(blas.default.threads_from_environment PROPERTIES
+    LABELS blas TIMEOUT 120 ENVIRONMENT OPENBLAS_NUM_THREADS=1
+    ENVIRONMENT_MODIFICATION "MKL_NUM_THREADS=unset:;OMP_NUM_THREADS=unset:;BLIS_NUM_THREADS=unset:")
+endif()

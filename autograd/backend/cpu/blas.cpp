@@ -1,5 +1,6 @@
 // The BLAS library's set-up (autograd/blas.h): what it detected, its threads, and OpenBLAS's core
 // type. With gemm.cpp, the only file that talks to the BLAS directly (through blas_library.h).
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <array>
@@ -20,6 +21,17 @@ namespace {
 // chose with MKL_THREADING_LAYER.
 [[maybe_unused]] const int mkl_threading_layer =
     std::getenv("MKL_THREADING_LAYER") ? -1 : mkl_set_threading_layer(MKL_THREADING_GNU);
+
+// MKL reads MKL_NUM_THREADS (and OMP_NUM_THREADS) itself. Without them, OPENBLAS_NUM_THREADS, what
+// this project's scripts set for "the BLAS's threads" (one per test when tests run in parallel).
+[[maybe_unused]] const bool mkl_threads_chosen = [] {
+  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
+  if (std::getenv("MKL_NUM_THREADS") != nullptr || std::getenv("OMP_NUM_THREADS") != nullptr ||
+      env == nullptr || std::atoi(env) < 1)
+    return false;
+  mkl_set_num_threads(std::atoi(env));
+  return true;
+}();
 }  // namespace
 #endif
 
@@ -56,10 +68,12 @@ std::string blas_core_name() {
 #elif defined(SCRATCHGRAD_BLAS_BLIS)
   return bli_arch_string(bli_arch_query_id());  // the sub-configuration, e.g. "zen3", "skx"
 #else
-  // MKL picks its code path per call and does not name it; its version says which MKL it is.
-  char version[198] = {};
-  mkl_get_version_string(version, sizeof version);
-  return version;
+  // MKL picks its code path per call and does not name it (on a non-Intel CPU not even through
+  // mkl_cbwr_get_auto_branch); its version says which MKL it is.
+  MKLVersion version{};
+  mkl_get_version(&version);
+  return fmt::format("version {}.{}.{}, build {}", version.MajorVersion, version.MinorVersion,
+                     version.UpdateVersion, version.Build);
 #endif
 }
 

@@ -76,7 +76,7 @@ class BlasThreads {
  public:
   explicit BlasThreads(double flops) {
     if (flops >= kMinThreadedFlops) {
-      quiet_workers();  // OpenBLAS's threads are about to want every core
+      quiet_workers();  // the BLAS's threads are about to want every core
       return;
     }
     saved_ = blas_threads();
@@ -272,7 +272,7 @@ void FastCpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, b
   const bool done = dispatch_floating(
       "matmul", out.dtype(), [&]<typename T>() { return gemm_fast<T>(a, b, out, accumulate); });
   if (!done) {
-    quiet_workers();  // OpenBLAS's threads are about to want every core
+    quiet_workers();  // the BLAS's threads are about to want every core
     CpuBackend::gemm(a, b, out, accumulate);
   }
 }
