@@ -5,15 +5,14 @@
 #
 # SCRATCHGRAD_BLAS picks the library (docs/design.md, "Which BLAS", has the measurements behind
 # the default):
-#   mkl             oneMKL from PyPI (scripts/get_blas.sh mkl): the default
-#   openblas        Debian's OpenBLAS (libopenblas-dev)
+#   openblas        Debian's OpenBLAS (libopenblas-dev): the default
 #   blis            Debian's BLIS, its pthreads build (libblis-dev, libblis4-pthread)
+#   mkl             oneMKL from PyPI (scripts/get_blas.sh mkl)
 #   scipy-openblas  OpenBLAS 0.3.3x from PyPI, symbols prefixed scipy_ (scripts/get_blas.sh
 #                   scipy-openblas)
-# SCRATCHGRAD_BLAS_ROOT: where a PyPI library was unpacked (what scripts/get_blas.sh prints).
-# Left empty, the configuration runs scripts/get_blas.sh itself (a download the first time, then
-# its cache). If that fails, SCRATCHGRAD_BLAS_FALLBACK (ON) builds with Debian's OpenBLAS instead,
-# with a warning; OFF makes it an error (CI sets that, so it always tests the default).
+# SCRATCHGRAD_BLAS_ROOT: where a PyPI library was unpacked (what scripts/get_blas.sh prints). Left
+# empty, the configuration runs scripts/get_blas.sh itself (a download the first time, then its
+# cache).
 # This file defines scratchgrad_blas for it and sets SCRATCHGRAD_BLAS_FOUND, or
 # SCRATCHGRAD_BLAS_HINT (how to install it). Only the files that talk to BLAS
 # (autograd/backend/cpu/blas_library.h) learn which library it is: SCRATCHGRAD_BLAS_DEFINITION is
@@ -80,10 +79,9 @@ if(TARGET scratchgrad_blas)
   set(SCRATCHGRAD_BLAS_FOUND TRUE)
   return()
 endif()
-set(SCRATCHGRAD_BLAS "mkl" CACHE STRING "BLAS library: mkl, openblas, blis or scipy-openblas")
-set_property(CACHE SCRATCHGRAD_BLAS PROPERTY STRINGS mkl openblas blis scipy-openblas)
+set(SCRATCHGRAD_BLAS "openblas" CACHE STRING "BLAS library: openblas, blis, mkl or scipy-openblas")
+set_property(CACHE SCRATCHGRAD_BLAS PROPERTY STRINGS openblas blis mkl scipy-openblas)
 set(SCRATCHGRAD_BLAS_ROOT "" CACHE PATH "Where a PyPI BLAS was unpacked (scripts/get_blas.sh)")
-option(SCRATCHGRAD_BLAS_FALLBACK "Use Debian's OpenBLAS when the PyPI BLAS cannot be fetched" ON)
 
 # A PyPI library without a root: fetch it now. The installed package config always has its root,
 # and no scripts/ folder beside it.
@@ -95,18 +93,13 @@ if(SCRATCHGRAD_BLAS MATCHES "^(mkl|scipy-openblas)$" AND SCRATCHGRAD_BLAS_ROOT S
   execute_process(COMMAND bash ${_sg_get_blas} ${SCRATCHGRAD_BLAS}
                   OUTPUT_VARIABLE _sg_blas_root ERROR_VARIABLE _sg_get_blas_said
                   RESULT_VARIABLE _sg_get_blas_status OUTPUT_STRIP_TRAILING_WHITESPACE)
-  if(_sg_get_blas_status EQUAL 0)
-    # A normal variable: it shadows the empty cache entry, and the installed config records it.
-    set(SCRATCHGRAD_BLAS_ROOT "${_sg_blas_root}")
-  elseif(SCRATCHGRAD_BLAS_FALLBACK)
-    message(WARNING "scripts/get_blas.sh ${SCRATCHGRAD_BLAS} failed:\n${_sg_get_blas_said}"
-                    "Building with Debian's OpenBLAS instead (slower on the large products: "
-                    "docs/design.md, \"Which BLAS\"). -DSCRATCHGRAD_BLAS=openblas silences this.")
-    set(SCRATCHGRAD_BLAS "openblas")
-  else()
-    message(FATAL_ERROR "scripts/get_blas.sh ${SCRATCHGRAD_BLAS} failed (and "
-                        "SCRATCHGRAD_BLAS_FALLBACK is OFF):\n${_sg_get_blas_said}")
+  if(NOT _sg_get_blas_status EQUAL 0)
+    message(FATAL_ERROR "scripts/get_blas.sh ${SCRATCHGRAD_BLAS} failed:\n${_sg_get_blas_said}"
+                        "Pass -DSCRATCHGRAD_BLAS_ROOT=<folder> if it is unpacked elsewhere, or "
+                        "-DSCRATCHGRAD_BLAS=openblas (Debian's, no download).")
   endif()
+  # A normal variable: it shadows the empty cache entry, and the installed config records it.
+  set(SCRATCHGRAD_BLAS_ROOT "${_sg_blas_root}")
 endif()
 sg_find_blas("${SCRATCHGRAD_BLAS}" "${SCRATCHGRAD_BLAS_ROOT}" scratchgrad_blas)
 set(SCRATCHGRAD_BLAS_FOUND ${scratchgrad_blas_FOUND})

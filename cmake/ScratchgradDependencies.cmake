@@ -1,8 +1,7 @@
-# Third-party dependencies, from Debian packages, but for the default BLAS (oneMKL, from PyPI; see
-# docs/design.md for why each one is here).
+# Third-party dependencies, all from Debian packages (see docs/design.md for why each one is here).
 find_package(fmt REQUIRED)
 
-# BLAS: the CPU gemm, as the imported target scratchgrad_blas (oneMKL unless SCRATCHGRAD_BLAS
+# BLAS: the CPU gemm, as the imported target scratchgrad_blas (OpenBLAS unless SCRATCHGRAD_BLAS
 # says otherwise). The same file is installed with the package config, which must recreate the
 # target (see ScratchgradBLAS.cmake).
 include(${CMAKE_CURRENT_LIST_DIR}/ScratchgradBLAS.cmake)

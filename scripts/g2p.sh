@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/env.sh
 
-bash scripts/install_deps.sh
+bash scripts/install_deps.sh --g2p
 dict=$(bash scripts/get_cmudict.sh)
 
 build_example g2p

