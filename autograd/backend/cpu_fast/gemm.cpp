@@ -67,15 +67,17 @@ void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
   }
 }
 
-// How many threads OpenBLAS may use for one product. Waking a second thread costs microseconds
-// (far more on a busy machine), so products under kMinThreadedFlops run on the calling thread
-// alone, whatever the thread setting; bigger ones get every thread set (set_blas_threads).
+// How many threads OpenBLAS may use for one call. Waking a second thread costs microseconds (far
+// more on a busy machine), so products under kMinThreadedFlops run on the calling thread alone,
+// whatever the thread setting. A single bigger product is cut over our own pool instead, each
+// share on one OpenBLAS thread (split_gemm); only a batch of big products gets every thread set
+// (set_blas_threads), one product after the other.
 constexpr double kMinThreadedFlops = 16e6;
 
 class BlasThreads {
  public:
-  explicit BlasThreads(double flops) {
-    if (flops >= kMinThreadedFlops) {
+  explicit BlasThreads(bool threaded) {
+    if (threaded) {
       quiet_workers();  // the BLAS's threads are about to want every core
       return;
     }
@@ -124,23 +126,28 @@ void one_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int6
   blas_gemm(ta, tb, M, N, K, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Products too small for OpenBLAS's own threads but of at least 2 x kMinSplitFlops (parallel.h)
-// are cut into blocks, one per thread of our pool (split_gemm).
+// A single product of at least 2 x kMinSplitFlops (parallel.h) is cut into blocks, one per
+// thread of our pool (split_gemm), each block one OpenBLAS call on one thread: under
+// kMinThreadedFlops because OpenBLAS's threads cost more than they save there; above it because
+// the pool's workers are already awake, a worker slow to start costs nothing (the caller takes
+// its block), and OpenBLAS's threads wait for each other (bench/NOTES.md has the measurements).
 
 // One product c = a·b (+ c) cut into `parts` blocks, block p on thread p of the pool, which owns
 // the same share of rows in the kernels around it (parallel.h): when the product sums over many
-// rows (a weight gradient, xᵀ·g), each thread sums its own rows into a partial product and the
-// partials are added; otherwise the rows of a and c are cut, or the columns of b and c.
+// rows (a weight gradient, xᵀ·g) and `may_cut_the_sum`, each thread sums its own rows into a
+// partial product and the partials are added; otherwise the rows of a and c are cut, or the
+// columns of b and c, which gives the same bits with any number of parts.
 template <typename T>
 void split_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
-                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int parts) {
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int parts,
+                bool may_cut_the_sum) {
   enum class Cut {
     kRows,
     kColumns,
     kSum
-  } cut = K >= 4 * std::max(M, N) ? Cut::kSum
-          : M >= N                ? Cut::kRows
-                                  : Cut::kColumns;
+  } cut = may_cut_the_sum && K >= 4 * std::max(M, N) ? Cut::kSum
+          : M >= N                                   ? Cut::kRows
+                                                     : Cut::kColumns;
   const int64_t length = cut == Cut::kSum ? K : cut == Cut::kRows ? M : N;
   std::vector<T> partials(cut == Cut::kSum ? (parts - 1) * M * N : 0);
   parallel_for(parts, 1, [&](int64_t lo, int64_t hi) {
@@ -231,9 +238,17 @@ bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumul
   const bool narrow =
       std::is_same_v<T, float> && B.trans == CblasNoTrans && narrow_gemm_fits(M, N, K);
   if (!pack_a && !pack_b && !narrow && b_rows.empty() && flops >= kMinThreadedFlops) {
-    return false;  // a large product: OpenBLAS's own threads, one call each (the reference)
+    if (batch > 1 || num_threads() == 1) {
+      return false;  // OpenBLAS's own threads, one call per product (the reference)
+    }
+    // Not the sum: its cut would make the bits depend on the number of threads.
+    BlasThreads one_thread(/*threaded=*/false);
+    split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, num_threads(),
+               /*may_cut_the_sum=*/false);
+    return true;
   }
-  BlasThreads threads(flops);  // per product: the products of a batch run one by one, or...
+  // Per product: the products of a batch run one by one, or...
+  BlasThreads threads(/*threaded=*/flops >= kMinThreadedFlops);
   auto products = [&](int64_t lo, int64_t hi) {
     std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
     T* packed_a = packed.data();
@@ -251,7 +266,8 @@ bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumul
   if (batch == 1 && flops < kMinThreadedFlops && flops >= 2 * kMinSplitFlops) {
     const int parts = static_cast<int>(std::min<double>(num_threads(), flops / kMinSplitFlops));
     if (parts > 1) {
-      split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, parts);
+      split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, parts,
+                 /*may_cut_the_sum=*/true);
       return true;
     }
   }

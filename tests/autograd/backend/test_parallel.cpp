@@ -206,5 +206,45 @@ TEST(BackendParallelFor, SplitProductsMatchOneThread) {
   }
 }
 
+// A single product too big for one thread (>= 16 MFLOP) is cut between our threads too, each
+// share one BLAS call on one thread, but only by rows or by columns, never into partial sums: the
+// bits are those of one BLAS call on one thread. Rows ([2048, 256]·[256, 256], a forward), columns
+// ([64, 256]·[256, 2048]) and a weight gradient that sums over 2048 rows ([256, 2048]·[2048, 256]),
+// each operand plain or transposed, with and without accumulating into c.
+TEST(BackendParallelFor, LargeProductsAreCutWithTheSameBitsAsOneThread) {
+  manual_seed(5);
+  struct Case {
+    int64_t M, N, K;
+  };
+  for (const Case c : {Case{2048, 256, 256}, Case{64, 2048, 256}, Case{256, 256, 2048}}) {
+    ASSERT_GE(2.0 * double(c.M * c.N * c.K), 16e6) << "not a large product";
+    for (const bool trans_a : {false, true}) {
+      for (const bool trans_b : {false, true}) {
+        for (const bool accumulate : {false, true}) {
+          const Tensor a_data = trans_a ? randn({1, c.K, c.M}) : randn({1, c.M, c.K});
+          const Tensor b_data = trans_b ? randn({1, c.N, c.K}) : randn({1, c.K, c.N});
+          const Tensor a = trans_a ? a_data.transpose(1, 2) : a_data;
+          const Tensor b = trans_b ? b_data.transpose(1, 2) : b_data;
+          const Tensor start = randn({1, c.M, c.N});
+          auto product = [&](int threads) {
+            ThreadsGuard guard(threads);
+            Tensor out = start.clone();
+            backend_for(Device::cpu()).gemm(a, b, out, accumulate);
+            return out;
+          };
+          SCOPED_TRACE(fmt::format("M {} N {} K {} a {} b {} accumulate {}", c.M, c.N, c.K,
+                                   trans_a ? "T" : "N", trans_b ? "T" : "N", accumulate));
+          const Tensor serial = product(1), split = product(2);
+          EXPECT_EQ(split.to_vector<float>(), serial.to_vector<float>());
+          const Tensor exact = (a.to(kFloat64).matmul(b.to(kFloat64)) +
+                                (accumulate ? start.to(kFloat64) : zeros({1, c.M, c.N}, kFloat64)))
+                                   .to(kFloat32);
+          EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-3));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sg
