@@ -132,22 +132,28 @@ void one_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int6
 // the pool's workers are already awake, a worker slow to start costs nothing (the caller takes
 // its block), and OpenBLAS's threads wait for each other (bench/NOTES.md has the measurements).
 
+// How split_gemm may cut a product and compute its blocks. A mid-sized one: into partial sums
+// where it sums over many rows, each block through one_gemm (narrow_gemm where the block fits). A
+// large one: by rows or columns only, each block one BLAS call, so that its bits are those of one
+// BLAS call on one thread, whatever the number of threads (narrow_gemm rounds its sums otherwise).
+enum class SplitRules { kMidSized, kLarge };
+
 // One product c = a·b (+ c) cut into `parts` blocks, block p on thread p of the pool, which owns
 // the same share of rows in the kernels around it (parallel.h): when the product sums over many
-// rows (a weight gradient, xᵀ·g) and `may_cut_the_sum`, each thread sums its own rows into a
+// rows (a weight gradient, xᵀ·g) and the rules allow, each thread sums its own rows into a
 // partial product and the partials are added; otherwise the rows of a and c are cut, or the
-// columns of b and c, which gives the same bits with any number of parts.
+// columns of b and c.
 template <typename T>
 void split_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
-                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int parts,
-                bool may_cut_the_sum) {
+                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int parts, SplitRules rules) {
+  const auto block_gemm = rules == SplitRules::kLarge ? &blas_gemm<T> : &one_gemm<T>;
   enum class Cut {
     kRows,
     kColumns,
     kSum
-  } cut = may_cut_the_sum && K >= 4 * std::max(M, N) ? Cut::kSum
-          : M >= N                                   ? Cut::kRows
-                                                     : Cut::kColumns;
+  } cut = rules == SplitRules::kMidSized && K >= 4 * std::max(M, N) ? Cut::kSum
+          : M >= N                                                  ? Cut::kRows
+                                                                    : Cut::kColumns;
   const int64_t length = cut == Cut::kSum ? K : cut == Cut::kRows ? M : N;
   std::vector<T> partials(cut == Cut::kSum ? (parts - 1) * M * N : 0);
   parallel_for(parts, 1, [&](int64_t lo, int64_t hi) {
@@ -157,13 +163,13 @@ void split_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, in
         const T* ap = a + first * (ta == CblasNoTrans ? 1 : lda);
         const T* bp = b + first * (tb == CblasNoTrans ? ldb : 1);
         T* cp = p == 0 ? c : partials.data() + (p - 1) * M * N;
-        one_gemm(ta, tb, M, N, end - first, ap, lda, bp, ldb, p == 0 ? beta : T(0), cp, N);
+        block_gemm(ta, tb, M, N, end - first, ap, lda, bp, ldb, p == 0 ? beta : T(0), cp, N);
       } else if (cut == Cut::kRows) {  // rows [first, end) of a and c
         const T* ap = a + first * (ta == CblasNoTrans ? lda : 1);
-        one_gemm(ta, tb, end - first, N, K, ap, lda, b, ldb, beta, c + first * N, N);
+        block_gemm(ta, tb, end - first, N, K, ap, lda, b, ldb, beta, c + first * N, N);
       } else {  // columns [first, end) of b and c
         const T* bp = b + first * (tb == CblasNoTrans ? 1 : ldb);
-        one_gemm(ta, tb, M, end - first, K, a, lda, bp, ldb, beta, c + first, N);
+        block_gemm(ta, tb, M, end - first, K, a, lda, bp, ldb, beta, c + first, N);
       }
     }
   });
@@ -241,10 +247,9 @@ bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumul
     if (batch > 1 || num_threads() == 1) {
       return false;  // OpenBLAS's own threads, one call per product (the reference)
     }
-    // Not the sum: its cut would make the bits depend on the number of threads.
     BlasThreads one_thread(/*threaded=*/false);
     split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, num_threads(),
-               /*may_cut_the_sum=*/false);
+               SplitRules::kLarge);
     return true;
   }
   // Per product: the products of a batch run one by one, or...
@@ -267,7 +272,7 @@ bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumul
     const int parts = static_cast<int>(std::min<double>(num_threads(), flops / kMinSplitFlops));
     if (parts > 1) {
       split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, parts,
-                 /*may_cut_the_sum=*/true);
+                 SplitRules::kMidSized);
       return true;
     }
   }
