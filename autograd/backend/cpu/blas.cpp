@@ -14,6 +14,16 @@
 
 namespace sg {
 
+namespace {
+// OPENBLAS_NUM_THREADS: what this project's scripts set for "the BLAS's threads" (one per test
+// when tests run in parallel), whichever library it is; 0 when unset or not a positive number.
+[[maybe_unused]] int threads_from_environment() {
+  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
+  const int threads = env != nullptr ? std::atoi(env) : 0;
+  return threads >= 1 ? threads : 0;
+}
+}  // namespace
+
 #if defined(SCRATCHGRAD_BLAS_MKL)
 namespace {
 // MKL's default threading layer is Intel's OpenMP (libiomp5), which PyPI's mkl wheel does not
@@ -22,14 +32,12 @@ namespace {
 [[maybe_unused]] const int mkl_threading_layer =
     std::getenv("MKL_THREADING_LAYER") ? -1 : mkl_set_threading_layer(MKL_THREADING_GNU);
 
-// MKL reads MKL_NUM_THREADS (and OMP_NUM_THREADS) itself. Without them, OPENBLAS_NUM_THREADS, what
-// this project's scripts set for "the BLAS's threads" (one per test when tests run in parallel).
+// MKL reads MKL_NUM_THREADS (and OMP_NUM_THREADS) itself; without them, OPENBLAS_NUM_THREADS.
 [[maybe_unused]] const bool mkl_threads_chosen = [] {
-  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
   if (std::getenv("MKL_NUM_THREADS") != nullptr || std::getenv("OMP_NUM_THREADS") != nullptr ||
-      env == nullptr || std::atoi(env) < 1)
+      threads_from_environment() == 0)
     return false;
-  mkl_set_num_threads(std::atoi(env));
+  mkl_set_num_threads(threads_from_environment());
   return true;
 }();
 }  // namespace
@@ -39,12 +47,12 @@ namespace {
 namespace {
 // BLIS runs on one thread unless told. Like OpenBLAS (and PyTorch), scratchgrad gives it every
 // core unless the environment says otherwise: BLIS_NUM_THREADS (which BLIS reads itself), else
-// OPENBLAS_NUM_THREADS (what this project's scripts set for "the BLAS's threads").
+// OPENBLAS_NUM_THREADS.
 [[maybe_unused]] const bool blis_threads_chosen = [] {
   if (std::getenv("BLIS_NUM_THREADS") != nullptr) return false;
-  int threads = static_cast<int>(std::thread::hardware_concurrency());
-  if (const char* env = std::getenv("OPENBLAS_NUM_THREADS")) threads = std::atoi(env);
-  bli_thread_set_num_threads(threads >= 1 ? threads : 1);
+  const int threads = threads_from_environment();
+  bli_thread_set_num_threads(threads >= 1 ? threads
+                                          : static_cast<int>(std::thread::hardware_concurrency()));
   return true;
 }();
 }  // namespace
