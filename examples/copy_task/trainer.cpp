@@ -1,13 +1,11 @@
 #include "trainer.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -19,6 +17,7 @@
 #include "distributed_training.h"
 #include "plots.h"
 #include "progress.h"
+#include "run_state.h"
 
 namespace copy_task {
 
@@ -36,225 +35,12 @@ namespace {
 // Data and evaluation streams get seeds of their own, derived from the run's seed, so that
 // held-out sequences never come from the training stream.
 constexpr uint64_t kTrainStream = 0x1000, kEvalStream = 0x2000, kFinalStream = 0x3000;
-// In last.safetensors the optimizer's state sits beside the model's, under this prefix: one file,
-// renamed into place in one step, so weights and optimizer always come from the same step.
-constexpr const char* kOptimizerPrefix = "optimizer.";
 
 double noam_lr(const Config& c, int64_t step) {
   // lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): linear warm-up, then 1/√step.
   double s = static_cast<double>(std::max<int64_t>(step, 1));
   return c.lr_factor * std::pow(static_cast<double>(c.d_model), -0.5) *
          std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(c.warmup), -1.5));
-}
-
-struct History {
-  std::vector<double> steps, losses, eval_steps, exact, token_acc;
-  Json to_json() const {
-    return {{"steps", steps},
-            {"losses", losses},
-            {"eval_steps", eval_steps},
-            {"exact", exact},
-            {"token_acc", token_acc}};
-  }
-  static History from_json(const Json& j) {
-    History h;
-    j.at("steps").get_to(h.steps), j.at("losses").get_to(h.losses);
-    j.at("eval_steps").get_to(h.eval_steps), j.at("exact").get_to(h.exact);
-    j.at("token_acc").get_to(h.token_acc);
-    return h;
-  }
-};
-
-// Everything --resume needs besides the weights and the optimizer.
-struct RunState {
-  int64_t step = 0;
-  uint64_t data_rng = 0, eval_rng = 0, global_rng = 0;
-  double best_exact = -1;
-  int64_t best_step = 0;
-  std::optional<int64_t> first_perfect;
-  History history;
-};
-
-sg::nn::Metadata metadata_for(const Config& config, const RunState& state) {
-  sg::nn::Metadata md;
-  for (const auto& [k, v] : config.to_map()) md["config." + k] = v;
-  md["format"] = "scratchgrad-copy-task-1";
-  md["step"] = std::to_string(state.step);
-  md["data_rng"] = std::to_string(state.data_rng);
-  md["eval_rng"] = std::to_string(state.eval_rng);
-  md["global_rng"] = std::to_string(state.global_rng);
-  md["best_exact"] = fmt::format("{}", state.best_exact);
-  md["best_step"] = std::to_string(state.best_step);
-  md["first_perfect"] = state.first_perfect ? std::to_string(*state.first_perfect) : "";
-  md["history"] = state.history.to_json().dump();
-  return md;
-}
-
-Config config_from_metadata(const sg::nn::Metadata& md, const std::string& path) {
-  auto format = md.find("format");
-  SG_CHECK(format != md.end() && format->second == "scratchgrad-copy-task-1",
-           "{} is not a copy_task checkpoint (no copy-task metadata)", path);
-  std::map<std::string, std::string> values;
-  for (const auto& [k, v] : md) {
-    if (k.rfind("config.", 0) == 0) values[k.substr(7)] = v;
-  }
-  return Config::from_map(values);
-}
-
-// The run's state from a checkpoint's metadata, strictly: every value parses in full, or the
-// error names the file and the key.
-RunState state_from_metadata(const sg::nn::Metadata& md, const std::string& path) {
-  auto get = [&](const std::string& key) -> const std::string& {
-    auto it = md.find(key);
-    SG_CHECK(it != md.end(), "{}: checkpoint metadata has no '{}'", path, key);
-    return it->second;
-  };
-  auto parse = [&](const std::string& key, auto& value) {
-    const std::string& s = get(key);
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-    SG_CHECK(!s.empty() && ec == std::errc() && end == s.data() + s.size(),
-             "{}: checkpoint metadata '{}' = '{}' is not a valid value", path, key,
-             s.substr(0, 80));
-  };
-  RunState s;
-  parse("step", s.step), parse("data_rng", s.data_rng), parse("eval_rng", s.eval_rng);
-  parse("global_rng", s.global_rng), parse("best_exact", s.best_exact);
-  parse("best_step", s.best_step);
-  if (!get("first_perfect").empty()) parse("first_perfect", s.first_perfect.emplace());
-  try {
-    // History is flat (an object of number arrays): anything nested deeper is refused while
-    // parsing, before it could be printed or freed recursively.
-    auto shallow = [](int depth, Json::parse_event_t, Json&) {
-      if (depth > 3) throw std::runtime_error("nested too deep");
-      return true;
-    };
-    s.history = History::from_json(Json::parse(get("history"), shallow));
-  } catch (const std::exception& e) {
-    SG_FAIL("{}: checkpoint metadata 'history' is not valid: {}", path, e.what());
-  }
-  SG_CHECK(s.step >= 0 && s.history.losses.size() == static_cast<size_t>(s.step),
-           "{}: checkpoint metadata 'history' holds {} losses for step {}", path,
-           s.history.losses.size(), s.step);
-  return s;
-}
-
-// The name of the first floating-point tensor holding an infinity or a NaN, if any.
-std::optional<std::string> first_non_finite(const sg::nn::NamedTensors& tensors) {
-  sg::NoGradGuard no_grad;
-  for (const auto& [name, t] : tensors) {
-    if (!sg::is_floating(t.dtype()) || t.numel() == 0) continue;
-    // x * 0 is 0 for every finite x and NaN for an infinity or a NaN: one value to read back.
-    if (!std::isfinite((t * 0.0).sum().item<double>())) return name;
-  }
-  return std::nullopt;
-}
-
-// A checkpoint's contents, checked before any model is built from them.
-struct CheckpointFile {
-  Config config;
-  sg::nn::NamedTensors model, optimizer;  // optimizer: its state, prefix removed (last.* only)
-  sg::nn::Metadata metadata;
-};
-
-CheckpointFile read_checkpoint(const std::string& path) {
-  SG_CHECK(fs::exists(path), "checkpoint {} does not exist", path);
-  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
-  CheckpointFile c{config_from_metadata(file.metadata, path), {}, {}, std::move(file.metadata)};
-  int64_t values = 0;
-  const std::string prefix = kOptimizerPrefix;
-  for (auto& [name, t] : file.tensors) {
-    if (name.rfind(prefix, 0) == 0) {
-      c.optimizer.emplace_back(name.substr(prefix.size()), t);
-    } else {
-      values += t.numel();
-      c.model.emplace_back(name, t);
-    }
-  }
-  // A config that does not fit the tensors (layers=1000000000) is refused before the model is
-  // built; the exact check, name by name, comes when the tensors are copied in.
-  SG_CHECK(c.config.min_state_values() <= values,
-           "checkpoint {}: its config ({}) describes a model of at least {} values, but the file "
-           "holds {}",
-           path, c.config.model_options().to_string(), c.config.min_state_values(), values);
-  if (auto bad = first_non_finite(c.model)) {
-    SG_FAIL("checkpoint {}: tensor '{}' holds infinities or NaNs (saved from a diverged run?)",
-            path, *bad);
-  }
-  return c;
-}
-
-// The files a run leaves in its directory.
-struct RunFiles {
-  std::string best, last, legacy_optim;
-  explicit RunFiles(const std::string& dir)
-      : best(dir + "/model.safetensors"),
-        last(dir + "/last.safetensors"),
-        legacy_optim(dir + "/last.optim.safetensors") {}
-};
-
-// Temporary files ("<name>.tmp-<pid>") of writers that were killed: their process is gone.
-void remove_stale_temporaries(const std::string& dir) {
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    const size_t at = name.rfind(".tmp-");
-    if (at == std::string::npos || !entry.is_regular_file()) continue;
-    pid_t pid = 0;
-    const char *first = name.data() + at + 5, *last = name.data() + name.size();
-    auto [end, ec] = std::from_chars(first, last, pid);
-    if (ec != std::errc() || end != last || pid <= 0 || pid == ::getpid()) continue;
-    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its writer may still be running
-    std::error_code ignored;
-    fs::remove(entry.path(), ignored);
-  }
-}
-
-// Refuses to train over an existing run unless told to continue it (--resume) or replace it
-// (--overwrite, which removes its checkpoints first).
-void prepare_out_dir(const TrainOptions& options, const RunFiles& files) {
-  fs::create_directories(options.out_dir);
-  remove_stale_temporaries(options.out_dir);
-  if (options.resume) return;
-  for (const std::string& path : {files.last, files.best, files.legacy_optim}) {
-    if (!fs::exists(path)) continue;
-    SG_CHECK(options.overwrite,
-             "{} already holds a run ({}): pass --resume to continue it or --overwrite to start "
-             "over",
-             options.out_dir, path);
-    fs::remove(path);
-  }
-}
-
-// Restores the model, the optimizer and the run's state from last.safetensors. A checkpoint of an
-// older version keeps the optimizer in last.optim.safetensors: accepted only when both files are
-// from the same step.
-RunState resume_from(const RunFiles& files, const Config& config, sg::nn::Transformer& model,
-                     sg::optim::Optimizer& optimizer) {
-  SG_CHECK(fs::exists(files.last), "--resume: no checkpoint at {}", files.last);
-  CheckpointFile last = read_checkpoint(files.last);
-  SG_CHECK(last.config.model_options().to_string() == config.model_options().to_string(),
-           "--resume: the checkpoint's model ({}) differs from the requested one ({})",
-           last.config.model_options().to_string(), config.model_options().to_string());
-  RunState state = state_from_metadata(last.metadata, files.last);
-  std::string optim_source = files.last;
-  if (last.optimizer.empty()) {
-    SG_CHECK(fs::exists(files.legacy_optim), "--resume: {} holds no optimizer state", files.last);
-    sg::nn::SafetensorsFile optim = sg::nn::load_safetensors(files.legacy_optim);
-    auto step = optim.metadata.find("step");
-    SG_CHECK(step != optim.metadata.end() && step->second == last.metadata.at("step"),
-             "--resume: {} (step {}) and {} (step {}) were not written together (a run stopped "
-             "between the two); refusing to resume from a mismatched pair",
-             files.last, state.step, files.legacy_optim,
-             step == optim.metadata.end() ? "unknown" : step->second.substr(0, 20));
-    last.optimizer = std::move(optim.tensors);
-    optim_source = files.legacy_optim;
-  }
-  sg::nn::load(model, last.model, files.last);
-  try {
-    optimizer.load_state(last.optimizer);
-  } catch (const sg::Error& e) {
-    SG_FAIL("--resume: the optimizer state in {} does not match: {}", optim_source, e.what());
-  }
-  return state;
 }
 
 // Teacher forcing: the decoder sees tgt[:, :-1] and learns to predict tgt[:, 1:].
