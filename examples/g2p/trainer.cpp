@@ -1,16 +1,15 @@
 #include "trainer.h"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <numbers>
 
 #include <nlohmann/json.hpp>
 
 #include "plots.h"
 #include "progress.h"
+#include "run_state.h"
 
 namespace g2p {
 
@@ -20,139 +19,6 @@ using sg::data::Vocabulary;
 using Json = nlohmann::json;
 
 namespace {
-
-constexpr const char* kFormat = "scratchgrad-g2p-1";
-constexpr const char* kOptimizerPrefix = "optimizer.";
-
-double noam_lr(const Config& c, int64_t step) {
-  const double s = static_cast<double>(std::max<int64_t>(step, 1));
-  return c.lr_factor * std::pow(static_cast<double>(c.d_model), -0.5) *
-         std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(c.warmup), -1.5));
-}
-
-template <typename T>
-T parse_number(const std::string& text, const std::string& what) {
-  T value{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  SG_CHECK(!text.empty() && ec == std::errc() && end == text.data() + text.size(),
-           "g2p: '{}' = '{}' is not a valid number", what, text.substr(0, 80));
-  return value;
-}
-
-struct History {
-  std::vector<double> losses, eval_steps, dev_wer, dev_per;
-  // Wall seconds of training (evaluations included, resumed runs summed) at each evaluation, and
-  // in all at the last save: the time to reach a dev WER.
-  std::vector<double> eval_seconds;
-  double seconds = 0;
-  Json to_json() const {
-    return {{"losses", losses},   {"eval_steps", eval_steps},     {"dev_wer", dev_wer},
-            {"dev_per", dev_per}, {"eval_seconds", eval_seconds}, {"seconds", seconds}};
-  }
-  static History from_json(const Json& j) {
-    History h;
-    j.at("losses").get_to(h.losses), j.at("eval_steps").get_to(h.eval_steps);
-    j.at("dev_wer").get_to(h.dev_wer), j.at("dev_per").get_to(h.dev_per);
-    j.at("eval_seconds").get_to(h.eval_seconds), j.at("seconds").get_to(h.seconds);
-    return h;
-  }
-};
-
-struct RunState {
-  int64_t step = 0;
-  sg::data::LoaderPosition loader;
-  uint64_t global_rng = 0;
-  double best_wer = 2.0;
-  int64_t best_step = 0;
-  double best_per = 0;
-  int64_t train_pairs = 0;  // the loader's examples: a resume on other data is refused
-  History history;
-};
-
-sg::nn::Metadata metadata_for(const Model& m, const RunState& s) {
-  sg::nn::Metadata md;
-  for (const auto& [k, v] : m.config.to_map()) md["config." + k] = v;
-  md["format"] = kFormat;
-  md["letters"] = Json(m.letters.symbols()).dump();
-  md["phonemes"] = Json(m.phonemes.symbols()).dump();
-  md["step"] = std::to_string(s.step);
-  md["loader_epoch"] = std::to_string(s.loader.epoch);
-  md["loader_batch"] = std::to_string(s.loader.batch);
-  md["global_rng"] = std::to_string(s.global_rng);
-  md["best_wer"] = fmt::format("{}", s.best_wer);
-  md["best_per"] = fmt::format("{}", s.best_per);
-  md["best_step"] = std::to_string(s.best_step);
-  md["train_pairs"] = std::to_string(s.train_pairs);
-  md["history"] = s.history.to_json().dump();
-  return md;
-}
-
-std::vector<std::string> symbols_from(const sg::nn::Metadata& md, const std::string& key,
-                                      const std::string& path) {
-  auto it = md.find(key);
-  SG_CHECK(it != md.end(), "{}: checkpoint metadata has no '{}'", path, key);
-  try {
-    return Json::parse(it->second).get<std::vector<std::string>>();
-  } catch (const std::exception& e) {
-    SG_FAIL("{}: checkpoint metadata '{}' is not a list of symbols: {}", path, key, e.what());
-  }
-}
-
-struct CheckpointFile {
-  Model model;
-  RunState state;
-  sg::nn::NamedTensors optimizer;
-};
-
-CheckpointFile read_checkpoint(const std::string& path) {
-  SG_CHECK(fs::exists(path), "g2p: checkpoint {} does not exist", path);
-  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
-  const auto& md = file.metadata;
-  auto format = md.find("format");
-  SG_CHECK(format != md.end() && format->second == kFormat,
-           "{} is not a g2p checkpoint (no '{}' metadata)", path, kFormat);
-  std::map<std::string, std::string> values;
-  for (const auto& [k, v] : md)
-    if (k.starts_with("config.")) values[k.substr(7)] = v;
-  CheckpointFile c;
-  c.model.config = Config::from_map(values);
-  c.model.letters = Vocabulary::from_symbols(symbols_from(md, "letters", path));
-  c.model.phonemes = Vocabulary::from_symbols(symbols_from(md, "phonemes", path));
-  auto get = [&](const std::string& key) -> const std::string& {
-    auto it = md.find(key);
-    SG_CHECK(it != md.end(), "{}: checkpoint metadata has no '{}'", path, key);
-    return it->second;
-  };
-  RunState& s = c.state;
-  s.step = parse_number<int64_t>(get("step"), "step");
-  s.loader.epoch = parse_number<int64_t>(get("loader_epoch"), "loader_epoch");
-  s.loader.batch = parse_number<int64_t>(get("loader_batch"), "loader_batch");
-  s.global_rng = parse_number<uint64_t>(get("global_rng"), "global_rng");
-  s.best_wer = parse_number<double>(get("best_wer"), "best_wer");
-  s.best_per = parse_number<double>(get("best_per"), "best_per");
-  s.best_step = parse_number<int64_t>(get("best_step"), "best_step");
-  s.train_pairs = parse_number<int64_t>(get("train_pairs"), "train_pairs");
-  try {
-    s.history = History::from_json(Json::parse(get("history")));
-  } catch (const std::exception& e) {
-    SG_FAIL("{}: checkpoint metadata 'history' is not valid: {}", path, e.what());
-  }
-  SG_CHECK(s.step >= 0 && s.history.losses.size() == static_cast<size_t>(s.step),
-           "{}: checkpoint history holds {} losses for step {}", path, s.history.losses.size(),
-           s.step);
-  c.model.transformer = std::make_shared<sg::nn::Transformer>(
-      c.model.config.model_options(c.model.letters.size(), c.model.phonemes.size()));
-  sg::nn::NamedTensors weights;
-  const std::string prefix = kOptimizerPrefix;
-  for (auto& [name, t] : file.tensors) {
-    if (name.starts_with(prefix))
-      c.optimizer.emplace_back(name.substr(prefix.size()), t);
-    else
-      weights.emplace_back(name, t);
-  }
-  sg::nn::load(*c.model.transformer, weights, path);
-  return c;
-}
 
 void write_plots(const History& h, const std::string& dir) {
   std::vector<double> steps(h.losses.size());
@@ -169,104 +35,6 @@ void write_plots(const History& h, const std::string& dir) {
 }
 
 }  // namespace
-
-double learning_rate(const Config& c, int64_t step) {
-  if (c.schedule == "noam") return noam_lr(c, step);
-  if (step <= c.warmup) return c.lr * static_cast<double>(step) / static_cast<double>(c.warmup);
-  const double progress =
-      static_cast<double>(step - c.warmup) / static_cast<double>(c.steps - c.warmup);
-  return c.lr * 0.5 * (1.0 + std::cos(std::numbers::pi * std::min(progress, 1.0)));
-}
-
-void Config::validate() const {
-  SG_CHECK(d_model > 0 && heads > 0 && d_model % heads == 0,
-           "g2p: --d-model {} must be a positive multiple of --heads {}", d_model, heads);
-  SG_CHECK(layers > 0 && d_ff > 0, "g2p: --layers and --ffn must be positive");
-  SG_CHECK(dropout >= 0 && dropout < 1, "g2p: --dropout must be in [0, 1), got {}", dropout);
-  SG_CHECK(label_smoothing >= 0 && label_smoothing < 1,
-           "g2p: --label-smoothing must be in [0, 1), got {}", label_smoothing);
-  SG_CHECK(lr_factor > 0, "g2p: --lr-factor must be positive, got {}", lr_factor);
-  SG_CHECK(steps > 0 && warmup > 0, "g2p: --steps and --warmup must be positive");
-  SG_CHECK(schedule == "noam" || schedule == "cosine",
-           "g2p: --schedule must be noam or cosine, got '{}'", schedule);
-  SG_CHECK(schedule != "cosine" || (lr > 0 && warmup < steps),
-           "g2p: --schedule cosine needs --lr > 0 (got {}) and --warmup {} below --steps {}", lr,
-           warmup, steps);
-  SG_CHECK(max_tokens >= 64, "g2p: --max-tokens must be at least 64, got {}", max_tokens);
-  SG_CHECK(
-      eval_every > 0 && dev_words >= 0 && checkpoint_every >= 0 && train_words >= 0,
-      "g2p: --eval-every must be positive; --dev-words, --checkpoint-every, --train-words >= 0");
-}
-
-sg::nn::TransformerOptions Config::model_options(int64_t letters, int64_t phonemes) const {
-  sg::nn::TransformerOptions o;
-  o.src_vocab = letters;
-  o.tgt_vocab = phonemes;
-  o.d_model = d_model;
-  o.heads = heads;
-  o.num_encoder_layers = o.num_decoder_layers = layers;
-  o.d_ff = d_ff;
-  o.dropout = dropout;
-  o.norm_first = norm_first;
-  o.max_len = 128;  // positions: dictionary words have at most 28 letters; search stops at 64
-  o.pad_idx = Vocabulary::kPad;
-  return o;
-}
-
-std::map<std::string, std::string> Config::to_map() const {
-  return {{"d_model", std::to_string(d_model)},
-          {"heads", std::to_string(heads)},
-          {"layers", std::to_string(layers)},
-          {"d_ff", std::to_string(d_ff)},
-          {"dropout", fmt::format("{}", dropout)},
-          {"label_smoothing", fmt::format("{}", label_smoothing)},
-          {"lr_factor", fmt::format("{}", lr_factor)},
-          {"steps", std::to_string(steps)},
-          {"warmup", std::to_string(warmup)},
-          {"schedule", schedule},
-          {"lr", fmt::format("{}", lr)},
-          {"norm_first", norm_first ? "1" : "0"},
-          {"max_tokens", std::to_string(max_tokens)},
-          {"eval_every", std::to_string(eval_every)},
-          {"dev_words", std::to_string(dev_words)},
-          {"checkpoint_every", std::to_string(checkpoint_every)},
-          {"seed", std::to_string(seed)},
-          {"train_words", std::to_string(train_words)}};
-}
-
-Config Config::from_map(const std::map<std::string, std::string>& v) {
-  auto get = [&](const char* key) -> const std::string& {
-    auto it = v.find(key);
-    SG_CHECK(it != v.end(), "g2p: checkpoint config has no '{}'", key);
-    return it->second;
-  };
-  Config c;
-  c.d_model = parse_number<int64_t>(get("d_model"), "d_model");
-  c.heads = parse_number<int64_t>(get("heads"), "heads");
-  c.layers = parse_number<int64_t>(get("layers"), "layers");
-  c.d_ff = parse_number<int64_t>(get("d_ff"), "d_ff");
-  c.dropout = parse_number<double>(get("dropout"), "dropout");
-  c.label_smoothing = parse_number<double>(get("label_smoothing"), "label_smoothing");
-  c.lr_factor = parse_number<double>(get("lr_factor"), "lr_factor");
-  c.steps = parse_number<int64_t>(get("steps"), "steps");
-  c.warmup = parse_number<int64_t>(get("warmup"), "warmup");
-  c.max_tokens = parse_number<int64_t>(get("max_tokens"), "max_tokens");
-  c.eval_every = parse_number<int64_t>(get("eval_every"), "eval_every");
-  c.dev_words = parse_number<int64_t>(get("dev_words"), "dev_words");
-  c.checkpoint_every = parse_number<int64_t>(get("checkpoint_every"), "checkpoint_every");
-  c.seed = parse_number<uint64_t>(get("seed"), "seed");
-  c.train_words = parse_number<int64_t>(get("train_words"), "train_words");
-  // Checkpoints written before these options existed: the Noam schedule, post-LN.
-  c.schedule = v.contains("schedule") ? get("schedule") : "noam";
-  c.lr = v.contains("lr") ? parse_number<double>(get("lr"), "lr") : 0.0;
-  c.norm_first = v.contains("norm_first") && get("norm_first") == "1";
-  c.validate();
-  // A config far larger than any file could hold is refused before the model is built.
-  SG_CHECK(c.d_model <= 4096 && c.d_ff <= 65536 && c.layers <= 64 && c.heads <= 256,
-           "g2p: checkpoint config d_model {} d_ff {} layers {} heads {} is out of range",
-           c.d_model, c.d_ff, c.layers, c.heads);
-  return c;
-}
 
 std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::string>& words,
                                                        int64_t beam_size) const {
