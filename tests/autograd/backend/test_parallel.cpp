@@ -167,42 +167,56 @@ TEST(BackendParallelFor, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
   expect_same_bits(with_threads(1, run), with_threads(2, run), "result");
 }
 
+// A matrix product's shape, [M, K]·[K, N].
+struct ProductShape {
+  int64_t M, N, K;
+};
+
+// The product of one shape in every layout (each operand plain or transposed, with and without
+// accumulating into c): `check` gets it computed with the pool at one thread and at two, and the
+// float64 product rounded to float.
+void for_each_layout(const ProductShape& c,
+                     const std::function<void(const Tensor& serial, const Tensor& split,
+                                              const Tensor& exact)>& check) {
+  for (const bool trans_a : {false, true}) {
+    for (const bool trans_b : {false, true}) {
+      for (const bool accumulate : {false, true}) {
+        const Tensor a_data = trans_a ? randn({1, c.K, c.M}) : randn({1, c.M, c.K});
+        const Tensor b_data = trans_b ? randn({1, c.N, c.K}) : randn({1, c.K, c.N});
+        const Tensor a = trans_a ? a_data.transpose(1, 2) : a_data;
+        const Tensor b = trans_b ? b_data.transpose(1, 2) : b_data;
+        const Tensor start = randn({1, c.M, c.N});
+        auto product = [&](int threads) {
+          ThreadsGuard guard(threads);
+          Tensor out = start.clone();
+          backend_for(Device::cpu()).gemm(a, b, out, accumulate);
+          return out;
+        };
+        SCOPED_TRACE(fmt::format("M {} N {} K {} a {} b {} accumulate {}", c.M, c.N, c.K,
+                                 trans_a ? "T" : "N", trans_b ? "T" : "N", accumulate));
+        const Tensor serial = product(1), split = product(2);
+        const Tensor exact = (a.to(kFloat64).matmul(b.to(kFloat64)) +
+                              (accumulate ? start.to(kFloat64) : zeros({1, c.M, c.N}, kFloat64)))
+                                 .to(kFloat32);
+        check(serial, split, exact);
+      }
+    }
+  }
+}
+
 // A product too small for OpenBLAS's threads is cut between ours (gemm.cpp, split_gemm): by rows
 // ([800, 32]·[32, 32]), by columns ([16, 64]·[64, 1000]) or, for a weight gradient that sums
 // over 800 rows, into one partial product per thread that are then added. Every cut, with each
 // operand plain or transposed and with and without accumulating into c, against one thread.
 TEST(BackendParallelFor, SplitProductsMatchOneThread) {
   manual_seed(3);
-  struct Case {
-    int64_t M, N, K;
-  };
-  for (const Case c : {Case{800, 32, 32}, Case{16, 1000, 64}, Case{32, 48, 800}}) {
-    for (const bool trans_a : {false, true}) {
-      for (const bool trans_b : {false, true}) {
-        for (const bool accumulate : {false, true}) {
-          const Tensor a_data = trans_a ? randn({1, c.K, c.M}) : randn({1, c.M, c.K});
-          const Tensor b_data = trans_b ? randn({1, c.N, c.K}) : randn({1, c.K, c.N});
-          const Tensor a = trans_a ? a_data.transpose(1, 2) : a_data;
-          const Tensor b = trans_b ? b_data.transpose(1, 2) : b_data;
-          const Tensor start = randn({1, c.M, c.N});
-          auto product = [&](int threads) {
-            ThreadsGuard guard(threads);
-            Tensor out = start.clone();
-            backend_for(Device::cpu()).gemm(a, b, out, accumulate);
-            return out;
-          };
-          const Tensor serial = product(1), split = product(2);
-          SCOPED_TRACE(fmt::format("M {} N {} K {} a {} b {} accumulate {}", c.M, c.N, c.K,
-                                   trans_a ? "T" : "N", trans_b ? "T" : "N", accumulate));
-          // Cutting rows or columns leaves every sum as it was; partial sums round differently.
-          EXPECT_TRUE(testing::tensors_near(split, serial, 1e-4, 1e-5));
-          const Tensor exact = (a.to(kFloat64).matmul(b.to(kFloat64)) +
-                                (accumulate ? start.to(kFloat64) : zeros({1, c.M, c.N}, kFloat64)))
-                                   .to(kFloat32);
-          EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-4));
-        }
-      }
-    }
+  for (const ProductShape c :
+       {ProductShape{800, 32, 32}, ProductShape{16, 1000, 64}, ProductShape{32, 48, 800}}) {
+    for_each_layout(c, [](const Tensor& serial, const Tensor& split, const Tensor& exact) {
+      // Cutting rows or columns leaves every sum as it was; partial sums round differently.
+      EXPECT_TRUE(testing::tensors_near(split, serial, 1e-4, 1e-5));
+      EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-4));
+    });
   }
 }
 
@@ -215,37 +229,13 @@ TEST(BackendParallelFor, SplitProductsMatchOneThread) {
 // must still be BLAS calls.
 TEST(BackendParallelFor, LargeProductsAreCutWithTheSameBitsAsOneThread) {
   manual_seed(5);
-  struct Case {
-    int64_t M, N, K;
-  };
-  for (const Case c :
-       {Case{2048, 256, 256}, Case{64, 2048, 256}, Case{256, 256, 2048}, Case{64, 128, 2048}}) {
+  for (const ProductShape c : {ProductShape{2048, 256, 256}, ProductShape{64, 2048, 256},
+                               ProductShape{256, 256, 2048}, ProductShape{64, 128, 2048}}) {
     ASSERT_GE(2.0 * double(c.M * c.N * c.K), 16e6) << "not a large product";
-    for (const bool trans_a : {false, true}) {
-      for (const bool trans_b : {false, true}) {
-        for (const bool accumulate : {false, true}) {
-          const Tensor a_data = trans_a ? randn({1, c.K, c.M}) : randn({1, c.M, c.K});
-          const Tensor b_data = trans_b ? randn({1, c.N, c.K}) : randn({1, c.K, c.N});
-          const Tensor a = trans_a ? a_data.transpose(1, 2) : a_data;
-          const Tensor b = trans_b ? b_data.transpose(1, 2) : b_data;
-          const Tensor start = randn({1, c.M, c.N});
-          auto product = [&](int threads) {
-            ThreadsGuard guard(threads);
-            Tensor out = start.clone();
-            backend_for(Device::cpu()).gemm(a, b, out, accumulate);
-            return out;
-          };
-          SCOPED_TRACE(fmt::format("M {} N {} K {} a {} b {} accumulate {}", c.M, c.N, c.K,
-                                   trans_a ? "T" : "N", trans_b ? "T" : "N", accumulate));
-          const Tensor serial = product(1), split = product(2);
-          EXPECT_EQ(split.to_vector<float>(), serial.to_vector<float>());
-          const Tensor exact = (a.to(kFloat64).matmul(b.to(kFloat64)) +
-                                (accumulate ? start.to(kFloat64) : zeros({1, c.M, c.N}, kFloat64)))
-                                   .to(kFloat32);
-          EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-3));
-        }
-      }
-    }
+    for_each_layout(c, [](const Tensor& serial, const Tensor& split, const Tensor& exact) {
+      EXPECT_EQ(split.to_vector<float>(), serial.to_vector<float>());
+      EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-3));
+    });
   }
 }
 
