@@ -3,6 +3,7 @@
 
 #include "autograd/anomaly.h"
 #include "autograd/blas.h"
+#include "autograd/cpu_features.h"
 #include "autograd/cpu_kernels.h"
 #include "autograd/device.h"
 #include "autograd/dtype.h"

@@ -1,17 +1,16 @@
 // BLAS set-up: which library (CMake's SCRATCHGRAD_BLAS: OpenBLAS by default, or BLIS, oneMKL,
 // scipy-openblas), what it detected on this CPU, and its threads.
 //
-// OpenBLAS's core type. Debian's OpenBLAS 0.3.21 does not recognise some recent Xeons and falls
-// back to SSE3 kernels, several times slower. The fix is OPENBLAS_CORETYPE in the environment
-// BEFORE the process starts (OpenBLAS reads it when it loads). See docs/design.md, "OpenBLAS core
-// type".
-//
-//   int main(int argc, char** argv) {
-//     sg::ensure_fast_blas(argc, argv);   // first line of every scratchgrad program
-//     ...
+// OpenBLAS's kernel family. Debian 12's OpenBLAS 0.3.21 does not know some recent CPUs (AMD Zen
+// 4 and 5, some Xeons) and falls back to its SSE3 kernels, several times slower. Before its
+// first product, scratchgrad checks which kernels OpenBLAS chose and, where they are slow and
+// the user has not set OPENBLAS_CORETYPE, chooses the fast family for the CPU's instruction set
+// (SkylakeX for AVX-512, Haswell for AVX2) in the running program: no restart, nothing for the
+// program to call. See docs/design.md, "OpenBLAS's kernels".
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace sg {
 
@@ -23,12 +22,17 @@ std::string blas_core_name();
 // The core type this CPU should use ("SkylakeX", "Haswell"), or "" when OpenBLAS already uses
 // fast kernels, the CPU has neither AVX-512 nor AVX2, or the library is not OpenBLAS.
 std::string blas_recommended_core();
-// If OpenBLAS chose slow kernels and OPENBLAS_CORETYPE is unset, sets it and re-executes the
-// program with the same arguments (so the user never has to know). Set SCRATCHGRAD_NO_REEXEC=1
-// to turn this off; then a warning is printed instead.
-void ensure_fast_blas(int argc, char** argv);
-// Prints one warning to stderr the first time it is called in a process running slow kernels.
-void warn_once_if_blas_is_slow();
+// Makes OpenBLAS use the kernel family `core` ("Haswell", "SkylakeX", "Zen", ...: the names of
+// OPENBLAS_CORETYPE) from the next product on. Call it while no product runs. Throws where the
+// library cannot change its kernels while the program runs (any BLAS but an OpenBLAS built with
+// DYNAMIC_ARCH), and for a family OpenBLAS does not have.
+void set_blas_kernels(std::string_view core);
+// Where OpenBLAS uses slow kernels and OPENBLAS_CORETYPE is unset (or empty), chooses
+// blas_recommended_core(). False where the kernels stay slow (the library cannot change them).
+bool choose_fast_blas();
+// choose_fast_blas, once per process: the CPU backends call it before their first product, and
+// where it fails, one warning to stderr says how to start the program instead.
+void choose_fast_blas_once();
 // The library's thread count (OPENBLAS_NUM_THREADS, BLIS_NUM_THREADS or MKL_NUM_THREADS at
 // start-up).
 void set_blas_threads(int threads);

@@ -233,7 +233,7 @@ Result bench_decode(const Options& o, const Config& config) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
+  sg::choose_fast_blas_once();  // before the kernels are named (autograd/blas.h)
   const Options o = parse(argc, argv);
   sg::set_blas_threads(o.threads);
   const bool decode = o.config == "decode";

@@ -195,8 +195,7 @@ void write_json(const std::string& path, const std::vector<CaseResult>& cases, c
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc,
-                       argv);  // re-executes with OPENBLAS_CORETYPE set if BLAS chose slow kernels
+  sg::choose_fast_blas_once();  // before the kernels are named below (autograd/blas.h)
   const Options o = parse(argc, argv);
   if (o.threads > 0) sg::set_blas_threads(o.threads);
   sg::manual_seed(0);

@@ -26,9 +26,7 @@ void describe(const char* name, const sg::Tensor& t) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
-
+int main() {
   fmt::print("== 1. Storage + shape + strides + offset\n");
   sg::Tensor x = sg::arange(12, sg::kFloat32).view({3, 4});  // 0..11 as 3 rows of 4
   fmt::print("x =\n{}\n", x);

@@ -30,9 +30,7 @@ double max_diff(const sg::Tensor& a, const sg::Tensor& b) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
-
+int main() {
   fmt::print("== 1. The broadcasting rule\n");
   sg::Tensor col = sg::tensor({{0}, {10}, {20}});  // [3, 1]
   sg::Tensor row = sg::tensor({1, 2, 3, 4});       // [4]

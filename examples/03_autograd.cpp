@@ -34,7 +34,6 @@ sg::TensorOptions leaf_options() { return sg::TensorOptions(sg::kFloat64).requir
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   std::string out_dir = ".";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];

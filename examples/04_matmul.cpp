@@ -56,7 +56,6 @@ double best_seconds(int repeats, Fn&& fn) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
 
   fmt::print("== 1. What matmul computes, shape by shape\n");

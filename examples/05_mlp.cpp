@@ -62,7 +62,6 @@ void report(const char* name, const std::vector<double>& losses) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
   const int steps = quick ? 200 : 1000;
 

@@ -62,7 +62,6 @@ double accuracy(BagOfTokens& model, const sg::Tensor& tokens, const sg::Tensor& 
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
   sg::manual_seed(0);  // the same random numbers (data and weights) on every run
 

@@ -57,7 +57,6 @@ std::string heatmap_svg(const std::string& title, const sg::Tensor& matrix) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   std::string out_dir = ".";
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];

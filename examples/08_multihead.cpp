@@ -34,9 +34,7 @@ void line(const char* code, const sg::Tensor& t, const char* meaning = "") {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
-
+int main() {
   fmt::print("== 1. MultiheadAttention(d_model = 8, heads = 2): head_dim = 4\n");
   sg::manual_seed(0);
   sg::nn::MultiheadAttention mha(/*d_model=*/8, /*heads=*/2);

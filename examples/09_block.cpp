@@ -33,8 +33,7 @@ std::pair<double, double> worst_mean_var(const sg::Tensor& y) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
+int main() {
   sg::manual_seed(0);
   sg::NoGradGuard no_grad;                      // this chapter only looks at forward passes
   sg::Tensor x = sg::randn({2, 5, 8}) * 3 + 1;  // [B, T, D], deliberately not normalised

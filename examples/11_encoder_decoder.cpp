@@ -38,7 +38,6 @@ sg::Tensor copy_batch(int64_t batch, int64_t L, int64_t vocab) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
   sg::manual_seed(0);
 

@@ -5,6 +5,7 @@
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+#include "autograd/cpu_features.h"
 #if SCRATCHGRAD_HAS_CUDA
 #include "autograd/backend/cuda/cuda_backend.h"
 #endif
@@ -45,6 +46,10 @@ CpuKernels parse_cpu_kernels(std::string_view name) {
 }
 
 Backend& cpu_backend(CpuKernels kernels) {
+  // Both CPU backends' kernels are compiled for SCRATCHGRAD_CPU_ARCH: on a CPU without it, every
+  // op is refused with the reason instead of dying on an illegal instruction.
+  static const std::string unsupported = cpu_kernels_unsupported_reason(detected_cpu_features());
+  SG_CHECK(unsupported.empty(), "{}", unsupported);
   static cpu::CpuBackend* reference = new cpu::CpuBackend;     // never destroyed: tensors in static
   static cpu::FastCpuBackend* fast = new cpu::FastCpuBackend;  // objects die after main returns
   if (kernels == CpuKernels::Reference) return *reference;

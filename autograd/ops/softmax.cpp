@@ -72,11 +72,13 @@ Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim, CallSite
   if (!last || !backend.masked_softmax(x.detach().contiguous(),
                                        detail::broadcast_view(mask, x.shape()), out)) {
     NoGradGuard no_grad;
-    // The most negative float rather than -inf, so that a fully masked row becomes a uniform row
-    // (then zeroed) and a row of -inf scores cannot make NaN.
+    // A -inf score takes no part either (its weight is 0 anyway), so that a row whose kept scores
+    // are all -inf is a row with nothing kept. The rest becomes the most negative float rather
+    // than -inf, so that a row with nothing kept is a uniform row (then zeroed), not NaN.
     const double lowest = std::numeric_limits<float>::lowest();
-    Tensor kept = where(mask, x.detach(), full({}, lowest, x.options()));
-    out = where(mask, softmax(kept, d), zeros({}, x.options()));
+    const Tensor keep = logical_and(mask, x.detach().ne(-std::numeric_limits<double>::infinity()));
+    Tensor kept = where(keep, x.detach(), full({}, lowest, x.options()));
+    out = where(keep, softmax(kept, d), zeros({}, x.options()));
   }
   return record("masked_softmax", out, {x, mask},
                 [sy = SavedTensor::output(out), d](const Tensor& g) {

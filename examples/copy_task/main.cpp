@@ -235,7 +235,6 @@ int run_decode(const std::string& checkpoint, std::vector<std::string> sequences
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   CLI::App app{"Train a seq2seq Transformer on the copy task and decode with it (scratchgrad)"};
   app.require_subcommand(1);
 

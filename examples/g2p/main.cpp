@@ -104,7 +104,6 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
 }  // namespace
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   CLI::App app{"g2p: a Transformer that pronounces English words (CMU dictionary)"};
   app.require_subcommand(1);
 

@@ -15,9 +15,7 @@ void print_values(const char* name, const sg::Tensor& t) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
-
+int main() {
   // y = sum(x @ w) with w = 0.5 everywhere: y = 0.5 * 2 * (1 + ... + 6) = 21,
   // dy/dx = row sums of w = 1, dy/dw[k][j] = column sums of x = 5, 7, 9.
   auto x =

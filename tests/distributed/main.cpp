@@ -7,7 +7,6 @@
 #include "distributed/process_group.h"
 
 int main(int argc, char** argv) {
-  sg::ensure_fast_blas(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   auto group = sg::distributed::init_process_group(
       {.timeout = std::chrono::seconds(60)});  // a hung test fails instead of waiting for ctest

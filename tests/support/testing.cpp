@@ -1,5 +1,6 @@
 #include "tests/support/testing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -67,6 +68,16 @@ Tensor random_leaf(const Shape& shape, uint64_t seed, double scale) {
     t.mul_(scale);
   }
   return t.requires_grad_(true);
+}
+
+std::vector<CpuFeatures> cpu_feature_levels() {
+  const CpuFeatures detected = detected_cpu_features();
+  std::vector<CpuFeatures> levels;
+  for (auto level = std::min(CpuFeatures::Avx2, detected); level <= detected;
+       level = static_cast<CpuFeatures>(static_cast<int>(level) + 1)) {
+    levels.push_back(level);
+  }
+  return levels;
 }
 
 }  // namespace sg::testing

@@ -33,6 +33,22 @@ namespace sg::testing {
 // A float64 leaf that requires grad, filled from a fixed seed.
 Tensor random_leaf(const Shape& shape, uint64_t seed = 0, double scale = 1.0);
 
+// The CPU feature levels the fast kernels can run at on this machine (cpu_features.h), from the
+// portable paths (AVX2, or generic where the CPU has no AVX2) up to what the CPU has.
+std::vector<CpuFeatures> cpu_feature_levels();
+
+// Runs fn once at every level of cpu_feature_levels() (capped with CpuFeaturesGuard), with the
+// level in the failure messages: a kernel test then checks the AVX-512 path and the portable one
+// on an AVX-512 machine.
+template <typename Fn>
+void at_every_cpu_feature_level(Fn&& fn) {
+  for (const CpuFeatures level : cpu_feature_levels()) {
+    CpuFeaturesGuard cap(level);
+    SCOPED_TRACE(std::string("cpu features: ") + std::string(cpu_features_name(level)));
+    fn();
+  }
+}
+
 }  // namespace sg::testing
 
 #define EXPECT_GRADCHECK(fn, ...) EXPECT_TRUE(::sg::testing::gradcheck_passes(fn, __VA_ARGS__))

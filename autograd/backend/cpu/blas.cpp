@@ -1,16 +1,26 @@
 // The BLAS library's set-up (autograd/blas.h): what it detected, its threads, and OpenBLAS's core
 // type. With gemm.cpp, the only file that talks to the BLAS directly (through blas_library.h).
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <array>
+#include <cctype>
 #include <cstdlib>
+#include <mutex>
 #include <string_view>
 #include <thread>
 
 #include "autograd/backend/cpu/blas_library.h"
 #include "autograd/blas.h"
+#include "autograd/cpu_features.h"
 #include "autograd/error.h"
+
+#if defined(SCRATCHGRAD_BLAS_OPENBLAS) && defined(__ELF__)
+// OpenBLAS built with DYNAMIC_ARCH (Debian's) chooses its kernel family once, as it loads, and
+// exports the two functions of that choice: quit forgets it, init makes it anew from
+// OPENBLAS_CORETYPE (or the CPU's model). Weak: null where the OpenBLAS has no such choice.
+extern "C" [[gnu::weak]] void gotoblas_dynamic_init(void);
+extern "C" [[gnu::weak]] void gotoblas_dynamic_quit(void);
+#endif
 
 namespace sg {
 
@@ -95,37 +105,78 @@ std::string blas_recommended_core() {
   bool slow = false;
   for (std::string_view c : kSlowCores) slow = slow || core.find(c) != std::string::npos;
   if (!slow) return "";
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
-  if (__builtin_cpu_supports("avx2")) return "Haswell";
+  // Detected, not capped: SCRATCHGRAD_CPU_FEATURES limits scratchgrad's kernels, not the BLAS's.
+  if (detected_cpu_features() >= CpuFeatures::Avx512) return "SkylakeX";
+  if (detected_cpu_features() >= CpuFeatures::Avx2) return "Haswell";
 #endif
   return "";  // BLIS and MKL choose their kernels from the CPU's features, not its model
 }
 
-void ensure_fast_blas(int /*argc*/, char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;  // the user (or we) already chose
-  std::string core = blas_recommended_core();
-  if (core.empty()) return;
-  const char* no_reexec = std::getenv("SCRATCHGRAD_NO_REEXEC");
-  if (no_reexec != nullptr && std::string_view(no_reexec) == "1") {
-    warn_once_if_blas_is_slow();
-    return;
-  }
-  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
-  execv("/proc/self/exe", argv);  // returns only on failure
-  warn_once_if_blas_is_slow();
+namespace {
+
+std::string lower_case(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
-void warn_once_if_blas_is_slow() {
-  static bool warned = false;
-  if (warned) return;
-  warned = true;
-  std::string core = blas_recommended_core();
-  if (core.empty()) return;
-  fmt::print(stderr,
-             "scratchgrad: OpenBLAS is using its slow '{}' kernels on this CPU; run with "
-             "OPENBLAS_CORETYPE={} for 5-10x faster matmul\n",
-             blas_core_name(), core);
+// Chooses OpenBLAS's kernels anew from OPENBLAS_CORETYPE = core (gotoblas_dynamic_*, below);
+// false where this library cannot.
+bool choose_openblas_kernels(const std::string& core) {
+#if defined(SCRATCHGRAD_BLAS_OPENBLAS) && defined(__ELF__)
+  if (gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr) return false;
+  const char* user = std::getenv("OPENBLAS_CORETYPE");
+  const std::string saved = user != nullptr ? user : "";
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  if (user != nullptr) {  // the environment as it was: child processes choose for themselves
+    setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  } else {
+    unsetenv("OPENBLAS_CORETYPE");
+  }
+  return true;
+#else
+  (void)core;
+  return false;
+#endif
+}
+
+}  // namespace
+
+void set_blas_kernels(std::string_view core) {
+  const std::string before = blas_core_name();
+  SG_CHECK(choose_openblas_kernels(std::string(core)),
+           "set_blas_kernels: {} cannot change its kernels while the program runs (only OpenBLAS "
+           "built with DYNAMIC_ARCH can, as Debian's is); set OPENBLAS_CORETYPE={} in the "
+           "environment before the program starts instead",
+           blas_library_name(), core);
+  if (lower_case(blas_core_name()) != lower_case(core)) {
+    choose_openblas_kernels(before);
+    SG_FAIL("set_blas_kernels: OpenBLAS has no kernel family '{}' for this CPU (it keeps '{}')",
+            core, before);
+  }
+}
+
+bool choose_fast_blas() {
+  const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+  if (chosen != nullptr && *chosen != '\0') return true;  // the user chose
+  const std::string core = blas_recommended_core();
+  if (core.empty()) return true;  // fast already, or nothing better to choose
+  return choose_openblas_kernels(core) && lower_case(blas_core_name()) == lower_case(core);
+}
+
+void choose_fast_blas_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const std::string before = blas_core_name();
+    if (choose_fast_blas()) return;
+    fmt::print(stderr,
+               "scratchgrad: OpenBLAS is using its slow '{}' kernels on this CPU and cannot change "
+               "them while the program runs; start it with OPENBLAS_CORETYPE={} in the "
+               "environment for 5-10x faster matmul\n",
+               before, blas_recommended_core());
+  });
 }
 
 void set_blas_threads(int threads) {

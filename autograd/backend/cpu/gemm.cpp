@@ -32,7 +32,7 @@ void blas_gemm(const BlasMatrix& A, const BlasMatrix& B, int64_t M, int64_t N, i
 }  // namespace
 
 void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
-  warn_once_if_blas_is_slow();
+  choose_fast_blas_once();
   const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
   SG_CHECK(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX,
            "matmul: sizes M={} N={} K={} exceed what BLAS can index", M, N, K);

@@ -14,17 +14,16 @@
 #include <cstdint>
 #include <limits>
 
+#include "autograd/cpu_features.h"
+
 // For the functions that use AVX-512 (the byte and 128/256-bit forms too, for masks and halves).
 #define SG_AVX512 gnu::target("avx512f,avx512bw,avx512vl")
 
 namespace sg::cpu::avx512 {
 
-// Whether this CPU runs the SG_AVX512 functions.
-inline bool cpu_has_avx512() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has;
-}
+// Whether the SG_AVX512 functions may run: this CPU has AVX-512 and the cap allows it
+// (cpu_features.h: SCRATCHGRAD_CPU_FEATURES=avx2 sends every kernel down its portable path).
+inline bool cpu_has_avx512() { return cpu_features() >= CpuFeatures::Avx512; }
 
 // The lanes of each of a row's V registers that hold one of its D elements.
 template <int V>

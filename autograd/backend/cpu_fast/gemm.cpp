@@ -1,8 +1,8 @@
 // The fast matrix multiply. The reference (backend/cpu/gemm.cpp) makes one OpenBLAS call per
 // product; here small and narrow products take our own kernels (tiny_gemm.h, narrow_gemm.h), a
 // transposed operand of small products is packed into rows first, a batch of small products is
-// spread over the thread pool, and a single mid-sized product is split into blocks over it.
-// Large products, where none of that helps, go to the reference.
+// spread over the thread pool, and a single product of any size past a few hundred kFLOP is cut
+// into blocks over it, the same blocks whatever the thread count (split_gemm).
 
 #include <algorithm>
 #include <climits>
@@ -67,31 +67,26 @@ void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
   }
 }
 
-// How many threads OpenBLAS may use for one call. Waking a second thread costs microseconds (far
-// more on a busy machine), so products under kMinThreadedFlops run on the calling thread alone,
-// whatever the thread setting. A single bigger product is cut over our own pool instead, each
-// share on one OpenBLAS thread (split_gemm); only a batch of big products gets every thread set
-// (set_blas_threads), one product after the other.
+// Every product here runs on one OpenBLAS thread: the threads are ours (parallel.h), and how a
+// product is cut between them depends on its shape alone (split_gemm), so that its bits do not
+// depend on the thread count. OpenBLAS's own threads cut a product by the number of threads.
+// Products of at least kMinThreadedFlops are large: cut into BLAS calls of at least half that.
 constexpr double kMinThreadedFlops = 16e6;
 
-class BlasThreads {
+// Sets OpenBLAS to one thread for a scope (and back).
+class OneBlasThread {
  public:
-  explicit BlasThreads(bool threaded) {
-    if (threaded) {
-      quiet_workers();  // the BLAS's threads are about to want every core
-      return;
-    }
-    saved_ = blas_threads();
+  OneBlasThread() : saved_(blas_threads()) {
     if (saved_ > 1) set_blas_threads(1);
   }
-  ~BlasThreads() {
+  ~OneBlasThread() {
     if (saved_ > 1) set_blas_threads(saved_);
   }
-  BlasThreads(const BlasThreads&) = delete;
-  BlasThreads& operator=(const BlasThreads&) = delete;
+  OneBlasThread(const OneBlasThread&) = delete;
+  OneBlasThread& operator=(const OneBlasThread&) = delete;
 
  private:
-  int saved_ = 0;
+  int saved_;
 };
 
 // Products of `work` multiply-adds each that make one grain of the thread pool (parallel.h).
@@ -126,56 +121,77 @@ void one_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int6
   blas_gemm(ta, tb, M, N, K, a, lda, b, ldb, beta, c, ldc);
 }
 
-// A single product of at least 2 x kMinSplitFlops (parallel.h) is cut into blocks, one per
-// thread of our pool (split_gemm), each block one OpenBLAS call on one thread: under
-// kMinThreadedFlops because OpenBLAS's threads cost more than they save there; above it because
-// the pool's workers are already awake, a worker slow to start costs nothing (the caller takes
-// its block), and OpenBLAS's threads wait for each other (bench/NOTES.md has the measurements).
+// A single product of at least 2 x kMinSplitFlops (parallel.h) is cut into blocks over our pool
+// (split_gemm), each block one call on one thread: mid-sized ones because OpenBLAS's threads cost
+// more than they save there; large ones because the pool's workers are already awake, a worker
+// slow to start costs nothing (the caller takes its blocks), and OpenBLAS's threads wait for each
+// other (bench/NOTES.md has the measurements). The number of blocks comes from the shape alone
+// (Note [Blocks fixed by the shape] in parallel.h), so one thread computes the same blocks as
+// two: the bits do not depend on the thread count, whatever the BLAS's kernels.
 
 // How split_gemm may cut a product and compute its blocks. A mid-sized one: into partial sums
 // where it sums over many rows, each block through one_gemm (narrow_gemm where the block fits). A
-// large one: by rows or columns only, each block one BLAS call, so that its bits are those of one
-// BLAS call on one thread, whatever the number of threads (narrow_gemm rounds its sums otherwise).
+// large one: by rows or columns only, each block one BLAS call (fewer, larger calls; a partial
+// sum of a large product would cost a pass over its output).
 enum class SplitRules { kMidSized, kLarge };
 
-// One product c = a·b (+ c) cut into `parts` blocks, block p on thread p of the pool, which owns
-// the same share of rows in the kernels around it (parallel.h): when the product sums over many
-// rows (a weight gradient, xᵀ·g) and the rules allow, each thread sums its own rows into a
-// partial product and the partials are added; otherwise the rows of a and c are cut, or the
-// columns of b and c.
+// The operands of a batch of products c[i] = a[i]·b[i] + beta·c[i], as OpenBLAS takes them.
 template <typename T>
-void split_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
-                int64_t lda, const T* b, int64_t ldb, T beta, T* c, int parts, SplitRules rules) {
+struct GemmOperands {
+  CBLAS_TRANSPOSE ta, tb;
+  int64_t M, N, K;
+  const T* a;
+  int64_t lda, a_batch_stride;
+  const T* b;
+  int64_t ldb, b_batch_stride;
+  T beta;
+  T* c;  // the products' outputs, contiguous: c[i] is M x N at c + i·M·N
+};
+
+// Every product of the batch cut into `parts` blocks, all batch x parts blocks spread over the
+// pool: when the rules allow and a product sums over many rows (a weight gradient, xᵀ·g), each
+// block sums its own share of the rows into a partial product and the partials are added in
+// block order; otherwise the rows of a and c are cut, or the columns of b and c.
+template <typename T>
+void split_gemm(const GemmOperands<T>& g, int64_t batch, int64_t parts, SplitRules rules) {
   const auto block_gemm = rules == SplitRules::kLarge ? &blas_gemm<T> : &one_gemm<T>;
+  const int64_t M = g.M, N = g.N, K = g.K;
   enum class Cut {
     kRows,
     kColumns,
     kSum
-  } cut = rules == SplitRules::kMidSized && K >= 4 * std::max(M, N) ? Cut::kSum
-          : M >= N                                                  ? Cut::kRows
-                                                                    : Cut::kColumns;
+  } cut = rules == SplitRules::kMidSized && batch == 1 && K >= 4 * std::max(M, N) ? Cut::kSum
+          : M >= N                                                                ? Cut::kRows
+                                                                                  : Cut::kColumns;
   const int64_t length = cut == Cut::kSum ? K : cut == Cut::kRows ? M : N;
+  parts = std::min(parts, length);  // no empty block (still the shape's alone)
   std::vector<T> partials(cut == Cut::kSum ? (parts - 1) * M * N : 0);
-  parallel_for(parts, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) {
+  OneBlasThread one_thread;
+  parallel_for(batch * parts, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t block = lo; block < hi; ++block) {
+      const int64_t i = block / parts, p = block % parts;
       const int64_t first = length * p / parts, end = length * (p + 1) / parts;
-      if (cut == Cut::kSum) {  // a's columns and b's rows [first, end); thread 0 writes c itself
-        const T* ap = a + first * (ta == CblasNoTrans ? 1 : lda);
-        const T* bp = b + first * (tb == CblasNoTrans ? ldb : 1);
+      const T* a = g.a + i * g.a_batch_stride;
+      const T* b = g.b + i * g.b_batch_stride;
+      T* c = g.c + i * M * N;
+      if (cut == Cut::kSum) {  // a's columns and b's rows [first, end); block 0 writes c itself
+        const T* ap = a + first * (g.ta == CblasNoTrans ? 1 : g.lda);
+        const T* bp = b + first * (g.tb == CblasNoTrans ? g.ldb : 1);
         T* cp = p == 0 ? c : partials.data() + (p - 1) * M * N;
-        block_gemm(ta, tb, M, N, end - first, ap, lda, bp, ldb, p == 0 ? beta : T(0), cp, N);
+        block_gemm(g.ta, g.tb, M, N, end - first, ap, g.lda, bp, g.ldb, p == 0 ? g.beta : T(0), cp,
+                   N);
       } else if (cut == Cut::kRows) {  // rows [first, end) of a and c
-        const T* ap = a + first * (ta == CblasNoTrans ? lda : 1);
-        block_gemm(ta, tb, end - first, N, K, ap, lda, b, ldb, beta, c + first * N, N);
+        const T* ap = a + first * (g.ta == CblasNoTrans ? g.lda : 1);
+        block_gemm(g.ta, g.tb, end - first, N, K, ap, g.lda, b, g.ldb, g.beta, c + first * N, N);
       } else {  // columns [first, end) of b and c
-        const T* bp = b + first * (tb == CblasNoTrans ? 1 : ldb);
-        block_gemm(ta, tb, M, end - first, K, a, lda, bp, ldb, beta, c + first, N);
+        const T* bp = b + first * (g.tb == CblasNoTrans ? 1 : g.ldb);
+        block_gemm(g.ta, g.tb, M, end - first, K, a, g.lda, bp, g.ldb, g.beta, c + first, N);
       }
     }
   });
   for (int64_t p = 1; p < parts && cut == Cut::kSum; ++p) {
     const T* partial = partials.data() + (p - 1) * M * N;
-    for (int64_t i = 0; i < M * N; ++i) c[i] += partial[i];
+    for (int64_t i = 0; i < M * N; ++i) g.c[i] += partial[i];
   }
 }
 
@@ -241,19 +257,16 @@ bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumul
                        (std::is_same_v<T, float> && M >= kPackedRows && narrow_gemm_fits(M, N, K)));
   const double flops = 2.0 * static_cast<double>(M * N * K);
   const T beta = accumulate ? T(1) : T(0);
+  const GemmOperands<T> operands{A.trans, B.trans,        M,    N, K, pa, A.ld, A.batch_stride, pb,
+                                 B.ld,    B.batch_stride, beta, pc};
   const bool narrow =
       std::is_same_v<T, float> && B.trans == CblasNoTrans && narrow_gemm_fits(M, N, K);
   if (!pack_a && !pack_b && !narrow && b_rows.empty() && flops >= kMinThreadedFlops) {
-    if (batch > 1 || num_threads() == 1) {
-      return false;  // OpenBLAS's own threads, one call per product (the reference)
-    }
-    BlasThreads one_thread(/*threaded=*/false);
-    split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, num_threads(),
-               SplitRules::kLarge);
+    split_gemm(operands, batch, fixed_blocks(flops, kMinThreadedFlops / 2), SplitRules::kLarge);
     return true;
   }
-  // Per product: the products of a batch run one by one, or...
-  BlasThreads threads(/*threaded=*/flops >= kMinThreadedFlops);
+  // Per product: the products of a batch over the pool, or one product cut into blocks (below).
+  OneBlasThread one_thread;
   auto products = [&](int64_t lo, int64_t hi) {
     std::vector<T> packed((pack_a ? M * K : 0) + (pack_b ? K * N : 0));
     T* packed_a = packed.data();
@@ -268,28 +281,20 @@ bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumul
                beta, pc + i * M * N, N);
     }
   };
-  if (batch == 1 && flops < kMinThreadedFlops && flops >= 2 * kMinSplitFlops) {
-    const int parts = static_cast<int>(std::min<double>(num_threads(), flops / kMinSplitFlops));
-    if (parts > 1) {
-      split_gemm(A.trans, B.trans, M, N, K, pa, A.ld, pb, B.ld, beta, pc, parts,
-                 SplitRules::kMidSized);
-      return true;
-    }
+  if (batch == 1 && flops >= 2 * kMinSplitFlops) {
+    split_gemm(operands, 1, fixed_blocks(flops, kMinSplitFlops), SplitRules::kMidSized);
+    return true;
   }
-  // ...a batch of products small enough to run single-threaded (attention's, one per head and
-  // sequence) is split over our thread pool instead, each thread calling OpenBLAS on its own.
-  if (flops < kMinThreadedFlops) {
-    parallel_for(batch, products_per_grain(M * N * K), products);
-  } else {
-    products(0, batch);
-  }
+  // A batch of products (attention's, one per head and sequence) is split over the pool, each
+  // thread calling OpenBLAS on its own.
+  parallel_for(batch, products_per_grain(M * N * K), products);
   return true;
 }
 
 }  // namespace
 
 void FastCpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) {
-  warn_once_if_blas_is_slow();
+  choose_fast_blas_once();
   const bool done = dispatch_floating(
       "matmul", out.dtype(), [&]<typename T>() { return gemm_fast<T>(a, b, out, accumulate); });
   if (!done) {

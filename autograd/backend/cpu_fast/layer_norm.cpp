@@ -10,8 +10,6 @@
 // most 64 take the AVX-512 kernels of short_layer_norm.h where the CPU has them.
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -146,20 +144,22 @@ void layer_norm_backward_typed(const Tensor& grad, const Tensor& x, const Tensor
                             dx.defined() ? dx.data_ptr<T>() : nullptr,
                             dweight.defined(),
                             dbias.defined()};
-  // Rows are split over the thread pool; each block sums its own share of dweight and dbias, and
-  // the blocks' sums are added in row order afterwards (the same result on every run).
-  std::mutex partials_mutex;
-  std::map<int64_t, std::vector<double>> partials;  // first row of a block -> its sums
-  parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(D, 1)),
-               [&](int64_t lo, int64_t hi) {
-                 std::vector<double> sums(2 * static_cast<size_t>(D));
-                 job.run(lo, hi, sums.data());
-                 std::lock_guard<std::mutex> lock(partials_mutex);
-                 partials.emplace(lo, std::move(sums));
-               });
-  std::vector<double> total(2 * static_cast<size_t>(D));
-  for (const auto& [first_row, sums] : partials) {
-    for (size_t i = 0; i < total.size(); ++i) total[i] += sums[i];
+  // Rows are cut into blocks by the shape alone (Note [Blocks fixed by the shape] in
+  // parallel.h), the blocks spread over the thread pool; each block sums its own share of
+  // dweight and dbias, and the blocks' sums are added in block order afterwards: the same bits
+  // with any number of threads.
+  const int64_t blocks = fixed_blocks(  // never more blocks than rows
+      std::min(static_cast<double>(rows * D) / kParallelGrain, static_cast<double>(rows)), 1);
+  const auto width = 2 * static_cast<size_t>(D);
+  std::vector<double> partials(static_cast<size_t>(blocks) * width);  // block b's sums at b·width
+  parallel_for(blocks, 1, [&](int64_t first, int64_t end) {
+    for (int64_t b = first; b < end; ++b) {
+      job.run(rows * b / blocks, rows * (b + 1) / blocks, partials.data() + b * width);
+    }
+  });
+  std::vector<double> total(width);
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (size_t i = 0; i < width; ++i) total[i] += partials[b * width + i];
   }
   if (dweight.defined()) {
     T* out = dweight.data_ptr<T>();

@@ -26,14 +26,11 @@ int64_t rows_per_share(int64_t in, int64_t out) {
   return std::max<int64_t>(1, static_cast<int64_t>(kMinSplitFlops / (2.0 * double(in * out))));
 }
 
-// The weight gradient's rows are summed in blocks whose count depends on the shape alone, a power
-// of two (2 or 4 threads split them evenly), so that the partial sums, and the result, are the
-// same bits with any number of threads.
+// The weight gradient's rows are summed in blocks whose count depends on the shape alone, so that
+// the partial sums, and the result, are the same bits with any number of threads (Note [Blocks
+// fixed by the shape] in parallel.h).
 int64_t row_blocks(int64_t rows, int64_t in, int64_t out) {
-  const int64_t wanted = std::clamp<int64_t>(rows / rows_per_share(in, out), 1, 16);
-  int64_t blocks = 1;
-  while (blocks * 2 <= wanted) blocks *= 2;
-  return blocks;
+  return fixed_blocks(static_cast<double>(rows), static_cast<double>(rows_per_share(in, out)));
 }
 
 // The layer from this backend's copy, gemm and reduce, for the shapes narrow_gemm does not take.

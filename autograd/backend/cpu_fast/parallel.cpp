@@ -225,6 +225,13 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   p->run(n, grains < threads ? grains : std::clamp<int64_t>(grains / threads, 1, 4) * threads, fn);
 }
 
+int64_t fixed_blocks(double work, double min_block) {
+  const double wanted = work / std::max(min_block, 1.0);
+  int64_t blocks = 1;
+  while (blocks * 2 <= kMaxBlocks && static_cast<double>(blocks * 2) <= wanted) blocks *= 2;
+  return blocks;
+}
+
 void quiet_workers() {
   std::lock_guard<std::mutex> lock(pool_mutex);
   if (current_pool != nullptr) current_pool->quiet();

@@ -37,6 +37,16 @@ inline constexpr double kMinSplitFlops = 0.4e6;
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+// Note [Blocks fixed by the shape]: a kernel whose result combines partial results (sums over
+// rows split into blocks, a product cut into BLAS calls) cuts its work into fixed_blocks(work,
+// min_block) blocks and hands the blocks, not rows, to parallel_for. The count depends on the
+// job's size alone, never on the thread count: a power of two (2, 4 or 16 threads share them
+// evenly), one block per `min_block` units of work at least, at most kMaxBlocks. So one thread
+// and sixteen compute the same blocks and add them in the same order: the same bits, whatever
+// the thread count and whatever the BLAS does inside one call.
+inline constexpr int64_t kMaxBlocks = 16;
+int64_t fixed_blocks(double work, double min_block);
+
 // Idle workers stop watching for the next job and sleep until one comes: called before OpenBLAS
 // runs a product on its own threads, which need the cores the watchers would take.
 void quiet_workers();

@@ -38,10 +38,9 @@ void softmax_short_rows(const float* px, float* py, int64_t rows, int64_t D, Kee
       const float* x = px + (r0 + r) * D;
       float* y = yb + r * D;
       const uint8_t* keep = keep_row(r0 + r);
-      float m = kNegInf;
+      float m = kNegInf;  // a NaN kept anywhere makes the row NaN (m, then every x - m)
       for (int64_t d = 0; d < D; ++d) {
-        const float v = keep == nullptr || keep[d * ks] ? x[d] : kNegInf;
-        m = m > v ? m : v;
+        m = max_keeping_nan(m, keep == nullptr || keep[d * ks] ? x[d] : kNegInf);
       }
       if (keep == nullptr) {  // plain softmax: a row of -inf gives NaN, as in PyTorch
         for (int64_t d = 0; d < D; ++d) y[d] = x[d] - m;
@@ -60,9 +59,9 @@ void softmax_short_rows(const float* px, float* py, int64_t rows, int64_t D, Kee
       float* y = yb + r * D;
       double total = 0;  // in double, as everywhere (fewer than 32 terms: no slower)
       for (int64_t d = 0; d < D; ++d) total += y[d];
-      // A row with nothing kept sums to 0 and stays 0; a NaN row stays NaN (NaN > 0 is false, but
-      // y is NaN already).
-      const float inv = total > 0 ? static_cast<float>(1.0 / total) : 0.0f;
+      // A row with nothing kept sums to 0 and stays 0; a row with a NaN sums to NaN and becomes
+      // all NaN (y · 1/NaN), as in PyTorch.
+      const float inv = total == 0 ? 0.0f : static_cast<float>(1.0 / total);
       for (int64_t d = 0; d < D; ++d) y[d] *= inv;
     }
   }
@@ -82,10 +81,8 @@ void softmax_rows(const float* px, float* po, int64_t rows, int64_t D, bool log)
   for (int64_t r = 0; r < rows; ++r) {
     const float* x = px + r * D;
     float* y = po + r * D;
-    // The max (a NaN anywhere makes the row NaN through the sum below, whatever max does).
-    float m = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : m)
-    for (int64_t d = 0; d < D; ++d) m = m > x[d] ? m : x[d];
+    // The max (a NaN anywhere makes the row NaN).
+    const float m = running_max<float>(D, [x](int64_t d) { return x[d]; });
     double total = 0;
     if (log) {
 #pragma omp simd reduction(+ : total)
@@ -171,14 +168,11 @@ template <typename T, bool kUnitStride>
 void masked_softmax_row(const T* x, const uint8_t* keep, int64_t ks, T* y, int64_t D) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t s = kUnitStride ? 1 : ks;
-  // The max over the kept entries.
-  T m = kNegInf;
-#pragma omp simd reduction(max : m)
-  for (int64_t d = 0; d < D; ++d) {
+  // The max over the kept entries (NaN if one of them is NaN).
+  const T m = running_max<T>(D, [=](int64_t d) {
     const T xv = x[d];  // read before choosing: a select, not a branch
-    const T v = keep[d * s] ? xv : kNegInf;
-    m = m > v ? m : v;
-  }
+    return keep[d * s] ? xv : kNegInf;
+  });
   if (m == kNegInf) {  // nothing to attend to (or only -inf scores): a row of zeros
     std::fill(y, y + D, T(0));
     return;

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include "autograd/cpu_features.h"
 #include "autograd/error.h"
 
 namespace sg::cpu {
@@ -78,16 +79,11 @@ constexpr std::array<Products, sizeof...(Index)> products_by_rows(std::index_seq
 }
 constexpr auto kProducts = products_by_rows(std::make_index_sequence<kMaxRows>{});
 
-bool cpu_has_avx512f() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
-}
-
 }  // namespace
 
 bool tiny_gemm_fits(int64_t M, int64_t N, int64_t K) {
   return M > 1 && M <= kMaxRows && N >= 1 && N <= kMaxCols && K >= 1 && K <= kMaxDepth &&
-         cpu_has_avx512f();
+         cpu_features() >= CpuFeatures::Avx512;
 }
 
 void tiny_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, StridedMatrices a, StridedMatrices b,

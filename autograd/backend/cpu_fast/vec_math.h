@@ -36,4 +36,32 @@ inline float fast_exp(float x) {
   return x != x ? x : y;               // NaN stays NaN
 }
 
+// The larger of m and v, and NaN if either is: a running max that has met a NaN keeps it.
+// (`m > v ? m : v` drops a NaN m at the next element, and so does std::max.)
+template <typename T>
+inline T max_keeping_nan(T m, T v) {
+  return v > m || v != v ? v : m;
+}
+
+// The max of value(0), ..., value(n - 1), NaN if any is NaN, -inf when n is 0: 16 running maxima
+// side by side (one vector register of floats), combined at the end. Not an `omp simd
+// reduction(max)`: that starts each lane from the type's lowest value, which is -inf with GCC
+// but the lowest finite value with Clang, so a row of -inf (a fully masked row) would have a
+// finite max there.
+template <typename T, typename Value>
+inline T running_max(int64_t n, Value value) {
+  constexpr int64_t kLanes = 16;
+  constexpr T kNegInf = -__builtin_inf();
+  T lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = kNegInf;
+  int64_t d = 0;
+  for (; d + kLanes <= n; d += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = max_keeping_nan(lanes[l], value(d + l));
+  }
+  T m = kNegInf;
+  for (; d < n; ++d) m = max_keeping_nan(m, value(d));
+  for (int64_t l = 0; l < kLanes; ++l) m = max_keeping_nan(m, lanes[l]);
+  return m;
+}
+
 }  // namespace sg::cpu

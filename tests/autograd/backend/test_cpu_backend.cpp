@@ -344,29 +344,58 @@ TEST(BackendCpuKernels, ShortLayerNormRowsMatchDoublePrecision) {
   }
 }
 
-TEST(BackendCpuKernels, ShortSoftmaxRowsKeepTheSpecialValuesRules) {
-  CpuKernelsGuard fast(CpuKernels::Fast);
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-  // Row 0: nothing kept -> zeros. Row 1: a NaN where masked -> never read. Row 2: a NaN where kept
-  // -> the row is NaN. Row 3: scores near exp's limits (and -inf kept) -> exact 0 and 1.
-  Tensor x = from_vector<double>({1, 2, 3,     //
-                                  kNaN, 0, 0,  //
-                                  kNaN, 0, 0,  //
-                                  -kInf, -1000, 1000},
-                                 {4, 3}, kFloat32);
-  Tensor keep = from_vector<double>({0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1}, {4, 3}, kFloat32).gt(0.5);
-  const std::vector<float> y = masked_softmax(x, keep, -1).to_vector<float>();
-  for (int d = 0; d < 3; ++d) EXPECT_EQ(y[d], 0.0f);
-  EXPECT_EQ(y[3], 0.0f);
-  EXPECT_FLOAT_EQ(y[4], 0.5f);
-  for (int d = 6; d < 9; ++d) EXPECT_TRUE(std::isnan(y[d])) << d;
-  EXPECT_EQ(y[9], 0.0f);
-  EXPECT_EQ(y[10], 0.0f);
-  EXPECT_EQ(y[11], 1.0f);
-  // Unmasked, a row of -inf has no largest entry: NaN, as in PyTorch.
-  const std::vector<float> z = softmax(full({1, 4}, -kInf), -1).to_vector<float>();
+// Rows of D floats: nothing kept -> zeros; a NaN where masked -> never read; a NaN where kept ->
+// the row is NaN; a NaN first in an unmasked row -> NaN (a running max that drops it gives
+// [NaN, 0, 0...]); a row of -inf kept (a finite max that is not -inf makes NaN of it) -> zeros;
+// scores near exp's limits -> exact 0 and 1. D = 3 and 17 are the short-row paths (AVX-512
+// registers, or one vectorised exp over a block of rows), 40 and 100 the row loops.
+void expect_softmax_special_values(int64_t D) {
+  SCOPED_TRACE(fmt::format("D {}", D));
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x(static_cast<size_t>(6 * D), 0.0f), keep(x.size(), 1.0f);
+  auto at = [D](int64_t row, int64_t d) { return static_cast<size_t>(row * D + d); };
+  for (int64_t d = 0; d < D; ++d) keep[at(0, d)] = 0.0f;         // row 0: nothing kept
+  x[at(1, 0)] = kNaN, keep[at(1, 0)] = 0.0f;                     // row 1: NaN masked
+  x[at(2, 0)] = kNaN;                                            // row 2: NaN kept
+  for (int64_t d = 0; d < D; ++d) x[at(3, d)] = -kInf;           // row 3: only -inf kept
+  x[at(4, 0)] = -kInf, x[at(4, 1)] = -1000, x[at(4, 2)] = 1000;  // row 4: near the limits
+  x[at(5, D / 2)] = kNaN;                                        // row 5: NaN mid-row
+  const Tensor xs = from_vector<float>(x, {6, D});
+  const Tensor keeps = from_vector<float>(keep, {6, D}).gt(0.5);
+  const std::vector<float> y = masked_softmax(xs, keeps, -1).to_vector<float>();
+  for (int64_t d = 0; d < D; ++d) {
+    EXPECT_EQ(y[at(0, d)], 0.0f) << "nothing kept, d " << d;
+    if (d > 0) {
+      EXPECT_FLOAT_EQ(y[at(1, d)], 1.0f / float(D - 1)) << "NaN masked, d " << d;
+    }
+    EXPECT_TRUE(std::isnan(y[at(2, d)])) << "NaN kept, d " << d;
+    EXPECT_EQ(y[at(3, d)], 0.0f) << "only -inf kept, d " << d;
+    EXPECT_EQ(y[at(4, d)], d == 2 ? 1.0f : 0.0f) << "near exp's limits, d " << d;
+    EXPECT_TRUE(std::isnan(y[at(5, d)])) << "NaN mid-row, d " << d;
+  }
+  EXPECT_EQ(y[at(1, 0)], 0.0f);
+  // Unmasked: a NaN anywhere makes the row NaN, and a row of -inf has no largest entry: NaN, as
+  // in PyTorch.
+  const std::vector<float> z = softmax(xs.slice(0, 2, 4), -1).to_vector<float>();
   for (float v : z) EXPECT_TRUE(std::isnan(v));
+  const std::vector<float> w = softmax(xs.slice(0, 5, 6), -1).to_vector<float>();
+  for (float v : w) EXPECT_TRUE(std::isnan(v));
+}
+
+// On every path of the fast kernels: the AVX-512 ones and the portable ones, at every CPU
+// feature level this machine has.
+TEST(BackendCpuKernels, SoftmaxRowsKeepTheSpecialValuesRules) {
+  CpuKernelsGuard fast(CpuKernels::Fast);
+  testing::at_every_cpu_feature_level([] {
+    for (const int64_t D : {3, 17, 40, 100}) expect_softmax_special_values(D);
+  });
+}
+
+// The reference kernels keep the same rules.
+TEST(BackendCpuKernels, ReferenceSoftmaxRowsKeepTheSpecialValuesRules) {
+  CpuKernelsGuard reference(CpuKernels::Reference);
+  for (const int64_t D : {3, 17, 40, 100}) expect_softmax_special_values(D);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/backend/backend.h"
+#include "autograd/cpu_features.h"
 #include "autograd/ops.h"
 #include "tests/support/testing.h"
 
@@ -150,21 +151,31 @@ TEST(BackendParallelFor, OneThreadRunsEverythingOnTheCaller) {
   EXPECT_THROW(cpu::set_num_threads(0), Error);
 }
 
-// The kernels split rows (or elements) between threads, never the arithmetic within one, so the
-// results are bit for bit those of one thread.
-TEST(BackendParallelFor, KernelsGiveTheSameBitsWithOneAndTwoThreads) {
+// The kernels split rows (or elements) between threads, never the arithmetic within one, and
+// where partial sums are added (layer norm's weight and bias gradients) the blocks are fixed by
+// the shape: the results are bit for bit those of one thread.
+TEST(BackendParallelFor, KernelsGiveTheSameBitsWithOneTwoAndThreeThreads) {
   manual_seed(7);
   const Tensor x = randn({512, 384});
   const Tensor bias = randn({384});
   const Tensor gamma = randn({384});
+  const Tensor g = randn({512, 384});
   auto run = [&] {
     Tensor a = (x * 1.5 + bias).relu();
     Tensor s = softmax(x, -1);
-    Tensor ln = fused_layer_norm(x, {384}, gamma, bias, 1e-5);
+    Tensor xx = x.clone().requires_grad_(true), ww = gamma.clone().requires_grad_(true);
+    Tensor bb = bias.clone().requires_grad_(true);
+    Tensor ln = fused_layer_norm(xx, {384}, ww, bb, 1e-5);
+    ln.backward(g);
     Tensor col = x.sum({0});
-    return std::vector<Tensor>{a, s, ln, col};
+    return std::vector<Tensor>{a, s, ln.detach(), col, xx.grad(), ww.grad(), bb.grad()};
   };
-  expect_same_bits(with_threads(1, run), with_threads(2, run), "result");
+  for (const CpuFeatures features : {detected_cpu_features(), CpuFeatures::Avx2}) {
+    CpuFeaturesGuard cap(features);
+    const auto one = with_threads(1, run);
+    expect_same_bits(one, with_threads(2, run), "result, 2 threads");
+    expect_same_bits(one, with_threads(3, run), "result, 3 threads");
+  }
 }
 
 // A matrix product's shape, [M, K]·[K, N].
@@ -173,69 +184,79 @@ struct ProductShape {
 };
 
 // The product of one shape in every layout (each operand plain or transposed, with and without
-// accumulating into c): `check` gets it computed with the pool at one thread and at two, and the
-// float64 product rounded to float.
-void for_each_layout(const ProductShape& c,
-                     const std::function<void(const Tensor& serial, const Tensor& split,
-                                              const Tensor& exact)>& check) {
-  for (const bool trans_a : {false, true}) {
-    for (const bool trans_b : {false, true}) {
-      for (const bool accumulate : {false, true}) {
-        const Tensor a_data = trans_a ? randn({1, c.K, c.M}) : randn({1, c.M, c.K});
-        const Tensor b_data = trans_b ? randn({1, c.N, c.K}) : randn({1, c.K, c.N});
-        const Tensor a = trans_a ? a_data.transpose(1, 2) : a_data;
-        const Tensor b = trans_b ? b_data.transpose(1, 2) : b_data;
-        const Tensor start = randn({1, c.M, c.N});
-        auto product = [&](int threads) {
-          ThreadsGuard guard(threads);
-          Tensor out = start.clone();
-          backend_for(Device::cpu()).gemm(a, b, out, accumulate);
-          return out;
-        };
-        SCOPED_TRACE(fmt::format("M {} N {} K {} a {} b {} accumulate {}", c.M, c.N, c.K,
-                                 trans_a ? "T" : "N", trans_b ? "T" : "N", accumulate));
-        const Tensor serial = product(1), split = product(2);
-        const Tensor exact = (a.to(kFloat64).matmul(b.to(kFloat64)) +
-                              (accumulate ? start.to(kFloat64) : zeros({1, c.M, c.N}, kFloat64)))
-                                 .to(kFloat32);
-        check(serial, split, exact);
+// accumulating into c, one product or a batch of two): `check` gets it computed with the pool at
+// one thread, at two and at three, and the float64 product rounded to float.
+void for_each_layout(
+    const ProductShape& c,
+    const std::function<void(const std::vector<Tensor>& by_threads, const Tensor& exact)>& check) {
+  for (const int64_t batch : {int64_t{1}, int64_t{2}}) {
+    for (const bool trans_a : {false, true}) {
+      for (const bool trans_b : {false, true}) {
+        for (const bool accumulate : {false, true}) {
+          const Tensor a_data = trans_a ? randn({batch, c.K, c.M}) : randn({batch, c.M, c.K});
+          const Tensor b_data = trans_b ? randn({batch, c.N, c.K}) : randn({batch, c.K, c.N});
+          const Tensor a = trans_a ? a_data.transpose(1, 2) : a_data;
+          const Tensor b = trans_b ? b_data.transpose(1, 2) : b_data;
+          const Tensor start = randn({batch, c.M, c.N});
+          auto product = [&](int threads) {
+            ThreadsGuard guard(threads);
+            Tensor out = start.clone();
+            backend_for(Device::cpu()).gemm(a, b, out, accumulate);
+            return out;
+          };
+          SCOPED_TRACE(fmt::format("batch {} M {} N {} K {} a {} b {} accumulate {}", batch, c.M,
+                                   c.N, c.K, trans_a ? "T" : "N", trans_b ? "T" : "N", accumulate));
+          const Tensor exact =
+              (a.to(kFloat64).matmul(b.to(kFloat64)) +
+               (accumulate ? start.to(kFloat64) : zeros({batch, c.M, c.N}, kFloat64)))
+                  .to(kFloat32);
+          check({product(1), product(2), product(3)}, exact);
+        }
       }
     }
   }
 }
 
-// A product too small for OpenBLAS's threads is cut between ours (gemm.cpp, split_gemm): by rows
-// ([800, 32]·[32, 32]), by columns ([16, 64]·[64, 1000]) or, for a weight gradient that sums
-// over 800 rows, into one partial product per thread that are then added. Every cut, with each
-// operand plain or transposed and with and without accumulating into c, against one thread.
-TEST(BackendParallelFor, SplitProductsMatchOneThread) {
-  manual_seed(3);
-  for (const ProductShape c :
-       {ProductShape{800, 32, 32}, ProductShape{16, 1000, 64}, ProductShape{32, 48, 800}}) {
-    for_each_layout(c, [](const Tensor& serial, const Tensor& split, const Tensor& exact) {
-      // Cutting rows or columns leaves every sum as it was; partial sums round differently.
-      EXPECT_TRUE(testing::tensors_near(split, serial, 1e-4, 1e-5));
-      EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-4));
-    });
+// Every product is cut into blocks by its shape alone (gemm.cpp, split_gemm; Note [Blocks fixed
+// by the shape] in parallel.h), and the blocks are spread over the threads: the bits are the
+// same with one, two and three threads, whatever OpenBLAS's kernels. Mid-sized products, cut by
+// rows ([800, 32]·[32, 32]), by columns ([16, 64]·[64, 1000]) or, for a weight gradient that
+// sums over 800 rows, into partial products added in block order ([32, 800]·[800, 48]); large
+// ones (>= 16 MFLOP), cut by rows ([2048, 256]·[256, 256], a forward), columns ([64, 256]·[256,
+// 2048]) and for a weight gradient summed over 2048 rows ([256, 2048]·[2048, 256]). In [64,
+// 2048]·[2048, 128] each half of the columns would fit narrow_gemm, whose sums round
+// differently from OpenBLAS's. Each with each operand plain or transposed, with and without
+// accumulating into c, alone and in a batch of two; on the AVX-512 paths and the portable ones.
+TEST(BackendParallelFor, ProductsAreTheSameBitsWithOneTwoAndThreeThreads) {
+  manual_seed(5);
+  for (const CpuFeatures features : {detected_cpu_features(), CpuFeatures::Avx2}) {
+    CpuFeaturesGuard cap(features);
+    SCOPED_TRACE(cpu_features_name(cpu_features()));
+    for (const ProductShape c :
+         {ProductShape{800, 32, 32}, ProductShape{16, 1000, 64}, ProductShape{32, 48, 800},
+          ProductShape{2048, 256, 256}, ProductShape{64, 2048, 256}, ProductShape{256, 256, 2048},
+          ProductShape{64, 128, 2048}}) {
+      for_each_layout(c, [](const std::vector<Tensor>& by_threads, const Tensor& exact) {
+        EXPECT_EQ(by_threads[1].to_vector<float>(), by_threads[0].to_vector<float>());
+        EXPECT_EQ(by_threads[2].to_vector<float>(), by_threads[0].to_vector<float>());
+        EXPECT_TRUE(testing::tensors_near(by_threads[0], exact, 1e-3, 1e-3));
+      });
+    }
   }
 }
 
-// A single product too big for one thread (>= 16 MFLOP) is cut between our threads too, each
-// share one BLAS call on one thread, but only by rows or by columns, never into partial sums: the
-// bits are those of one BLAS call on one thread. Rows ([2048, 256]·[256, 256], a forward), columns
-// ([64, 256]·[256, 2048]) and a weight gradient that sums over 2048 rows ([256, 2048]·[2048, 256]),
-// each operand plain or transposed, with and without accumulating into c. In [64, 2048]·[2048,
-// 128] each half of the columns would fit narrow_gemm, whose sums round differently: the shares
-// must still be BLAS calls.
-TEST(BackendParallelFor, LargeProductsAreCutWithTheSameBitsAsOneThread) {
-  manual_seed(5);
-  for (const ProductShape c : {ProductShape{2048, 256, 256}, ProductShape{64, 2048, 256},
-                               ProductShape{256, 256, 2048}, ProductShape{64, 128, 2048}}) {
-    ASSERT_GE(2.0 * double(c.M * c.N * c.K), 16e6) << "not a large product";
-    for_each_layout(c, [](const Tensor& serial, const Tensor& split, const Tensor& exact) {
-      EXPECT_EQ(split.to_vector<float>(), serial.to_vector<float>());
-      EXPECT_TRUE(testing::tensors_near(split, exact, 1e-3, 1e-3));
-    });
+// The blocks of a product depend on its shape alone: a power of two, at most kMaxBlocks, one
+// per min_block units of work at least.
+TEST(BackendParallelFor, FixedBlocksDependOnTheWorkAlone) {
+  EXPECT_EQ(cpu::fixed_blocks(0, 10), 1);
+  EXPECT_EQ(cpu::fixed_blocks(19, 10), 1);
+  EXPECT_EQ(cpu::fixed_blocks(20, 10), 2);
+  EXPECT_EQ(cpu::fixed_blocks(79, 10), 4);
+  EXPECT_EQ(cpu::fixed_blocks(80, 10), 8);
+  EXPECT_EQ(cpu::fixed_blocks(1e12, 10), cpu::kMaxBlocks);
+  for (const int threads : {1, 2, 3, 16}) {
+    ThreadsGuard guard(threads);
+    EXPECT_EQ(cpu::fixed_blocks(80, 10), 8) << threads;
   }
 }
 
