@@ -27,9 +27,13 @@ function(sg_find_blas which root target)
   unset(_sg_blas_library CACHE)
   unset(_sg_blas_include CACHE)
   if(which STREQUAL "openblas")
-    # Debian ships libopenblas.so and cblas.h through the alternatives system.
-    find_library(_sg_blas_library NAMES openblas)
-    find_path(_sg_blas_include cblas.h PATH_SUFFIXES openblas-pthread openblas)
+    # Debian ships libopenblas.so and cblas.h through the alternatives system; Homebrew's
+    # openblas is keg-only (not linked into its prefix), so it is looked for in its own folder.
+    set(homebrew $ENV{HOMEBREW_PREFIX}/opt/openblas /opt/homebrew/opt/openblas
+                 /usr/local/opt/openblas)
+    find_library(_sg_blas_library NAMES openblas PATHS ${homebrew} PATH_SUFFIXES lib)
+    find_path(_sg_blas_include cblas.h PATHS ${homebrew} PATH_SUFFIXES openblas-pthread openblas
+                                                                      include)
     set(definition SCRATCHGRAD_BLAS_OPENBLAS)
     set(hint "on Debian: apt-get install libopenblas-dev")
   elseif(which STREQUAL "blis")

@@ -1,6 +1,22 @@
 # Third-party dependencies, all from Debian packages (see docs/design.md for why each one is here).
 find_package(fmt REQUIRED)
 
+# Which C++ standard library the compiler uses. Debian's libfmt and GoogleTest libraries are built
+# against GCC's libstdc++; a build with Clang's libc++ (-stdlib=libc++, as on macOS) cannot link
+# them (std::string is another type there), so it takes fmt as headers only and builds GoogleTest
+# from the source Debian ships with it (tests/CMakeLists.txt).
+include(CheckCXXSourceCompiles)
+check_cxx_source_compiles("#include <version>
+#ifndef _LIBCPP_VERSION
+#error not libc++
+#endif
+int main() { return 0; }" SCRATCHGRAD_WITH_LIBCXX)
+set(SCRATCHGRAD_FMT_TARGET fmt::fmt)
+if(SCRATCHGRAD_WITH_LIBCXX AND NOT APPLE)
+  set(SCRATCHGRAD_FMT_TARGET fmt::fmt-header-only)
+  message(STATUS "scratchgrad: libc++: fmt as headers only, GoogleTest built from source")
+endif()
+
 # BLAS: the CPU gemm, as the imported target scratchgrad_blas (OpenBLAS unless SCRATCHGRAD_BLAS
 # says otherwise). The same file is installed with the package config, which must recreate the
 # target (see ScratchgradBLAS.cmake).

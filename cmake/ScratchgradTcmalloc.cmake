@@ -16,9 +16,14 @@ if(SCRATCHGRAD_TCMALLOC_LIBRARY)
   set(SCRATCHGRAD_TCMALLOC_FOUND TRUE)
   add_library(scratchgrad_malloc INTERFACE IMPORTED)
   # --no-as-needed: nothing calls into it by name (it replaces malloc), so a linker that drops
-  # unreferenced libraries (Debian's GCC passes --as-needed) would otherwise leave it out.
-  target_link_libraries(scratchgrad_malloc INTERFACE
-    "-Wl,--push-state,--no-as-needed" ${SCRATCHGRAD_TCMALLOC_LIBRARY} "-Wl,--pop-state")
+  # unreferenced libraries (Debian's GCC passes --as-needed) would otherwise leave it out. Apple's
+  # linker keeps every library it is given and knows no such flags.
+  if(APPLE)
+    target_link_libraries(scratchgrad_malloc INTERFACE ${SCRATCHGRAD_TCMALLOC_LIBRARY})
+  else()
+    target_link_libraries(scratchgrad_malloc INTERFACE
+      "-Wl,--push-state,--no-as-needed" ${SCRATCHGRAD_TCMALLOC_LIBRARY} "-Wl,--pop-state")
+  endif()
 else()
   set(SCRATCHGRAD_TCMALLOC_FOUND FALSE)
 endif()

@@ -1,9 +1,11 @@
 # sg_set_warnings(<target>): the project's warning flags, errors when SCRATCHGRAD_WERROR is ON.
 function(sg_set_warnings target)
-  # -Wno-restrict: GCC 12 reports false -Wrestrict positives on std::string concatenation at -O3
-  # (GCC bug 105329).
   target_compile_options(${target} PRIVATE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers -Wno-restrict>)
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-missing-field-initializers>)
+  # GCC only: -Wno-restrict, for false -Wrestrict positives on std::string concatenation at -O3
+  # (GCC bug 105329). Clang has no such flag and stops on it with -Werror.
+  target_compile_options(${target} PRIVATE
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU>>:-Wno-restrict>)
   if(SCRATCHGRAD_WERROR)
     target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Werror>
                                              $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>)

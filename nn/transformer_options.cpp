@@ -1,9 +1,10 @@
 #include "nn/transformer_options.h"
 
-#include <charconv>
+#include <optional>
 #include <string_view>
 
 #include "autograd/error.h"
+#include "nn/parse_number.h"
 
 namespace sg::nn {
 
@@ -47,11 +48,10 @@ namespace {
 
 template <typename T>
 T parse_number(std::string_view key, std::string_view value) {
-  T out{};
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
-  SG_CHECK(ec == std::errc() && end == value.data() + value.size(),
-           "TransformerOptions::parse: '{}' is not a valid value for {}", value, key);
-  return out;
+  const std::optional<T> out = nn::parse_number<T>(value);
+  SG_CHECK(out.has_value(), "TransformerOptions::parse: '{}' is not a valid value for {}", value,
+           key);
+  return *out;
 }
 
 bool parse_bool(std::string_view key, std::string_view value) {

@@ -4,7 +4,8 @@
 if [[ -x /usr/local/cuda/bin/nvcc && ":$PATH:" != *":/usr/local/cuda/bin:"* ]]; then
   export PATH="$PATH:/usr/local/cuda/bin"
 fi
-jobs=$(nproc)  # compile and test jobs: every core (other scripts use $jobs)
+# compile and test jobs: every core (other scripts use $jobs); nproc is GNU's, getconf everyone's
+jobs=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 
 # build_example TARGET: builds one target in $BUILD_DIR (default build), keeping the options of an
 # existing build or configuring a Release one, and sets build_dir for the caller.

@@ -88,12 +88,12 @@ case $command in
   check)
     [[ $# -ge 1 ]] || usage
     chapter=$(chapter_of "$1")
-    cmake --build "$build_dir" --parallel "${JOBS:-$(nproc)}"
+    cmake --build "$build_dir" --parallel "${JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)}"
     log=$(mktemp)
     trap 'rm -f "$log"' EXIT
     status=0
     (cd "$build_dir" && SCRATCHGRAD_KERNELS=reference OPENBLAS_NUM_THREADS=1 \
-      ctest -L "^ch$chapter\$" --output-on-failure --parallel "${JOBS:-$(nproc)}") 2>&1 | tee "$log" \
+      ctest -L "^ch$chapter\$" --output-on-failure --parallel "${JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)}") 2>&1 | tee "$log" \
       || status=$?
     stubs=$(grep -o "exercise $chapter\.[a-z_0-9]*: not written yet" "$log" | sort -u | cut -d: -f1 || true)
     if [[ -n $stubs ]]; then

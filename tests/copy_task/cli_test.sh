@@ -96,8 +96,9 @@ expect_error "--resume and --overwrite exclude each other" train --resume --over
 # Sizes whose product overflows, and rates that cannot train, are refused up front.
 expect_error "length must be in [2, 65536]" train --length 576460752303423489 --out "$dir/y"
 expect_error "lr-factor must be positive and finite, got inf" train --lr-factor inf --out "$dir/y"
-# A seed of -1 (2^64 - 1) or above 2^63 gives checkpoints that load again.
-expect_ok "saved model" train --seed -1 --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
+# A seed of 2^64 - 1 (above 2^63: not an int64) gives checkpoints that load again. (Not written
+# "-1": CLI11 2.3 reads that as 2^64 - 1 for an unsigned option, CLI11 2.4 refuses it.)
+expect_ok "saved model" train --seed 18446744073709551615 --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
   --final-samples 4 --quiet --out "$dir/seed"
 expect_ok "exact match" eval --checkpoint "$dir/seed/model.safetensors" --samples 4
 # A full disk: /dev/full fails every write with ENOSPC; a file size limit makes writes fail too.

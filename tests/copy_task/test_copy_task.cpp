@@ -249,7 +249,7 @@ TEST(CopyTaskConfig, ParsesStrictlyAndNamesTheKey) {
   EXPECT_SG_ERROR(Config::from_map(with("seed", "18446744073709551616")), "'seed'");
   EXPECT_TRUE(Config::from_map(with("norm_first", "true")).norm_first);
   EXPECT_FALSE(Config::from_map(with("norm_first", "false")).norm_first);
-  // The whole 64-bit seed range round-trips (--seed -1 means 2^64 - 1, as CLI11 reads it).
+  // The whole 64-bit seed range round-trips (2^64 - 1, and 2^63: not an int64).
   Config c = Config::preset_named("tiny");
   c.seed = std::numeric_limits<uint64_t>::max();
   EXPECT_EQ(Config::from_map(c.to_map()).seed, c.seed);

@@ -4,6 +4,8 @@
 // gradients, and writes them to a file that compare_captures reads.
 #include "nn/activation_capture.h"
 
+#include <algorithm>
+
 #include "nn/activation.h"
 #include "nn/capture_compare.h"
 #include "nn/container.h"

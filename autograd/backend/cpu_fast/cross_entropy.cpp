@@ -17,9 +17,7 @@
 // GCC 12 warns that the _mm512_undefined_ps() inside AVX-512 intrinsics is used uninitialised
 // once they are inlined (bug 105593, as in short_softmax.cpp); here the warning comes where the
 // row template is instantiated, in cross_entropy_backward, so it is off for the whole file.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+SG_BEGIN_GCC_BUG_105593
 
 namespace sg::cpu {
 
@@ -148,4 +146,4 @@ bool FastCpuBackend::cross_entropy_backward(const Tensor& log_probs, const Tenso
 
 }  // namespace sg::cpu
 
-#pragma GCC diagnostic pop
+SG_END_GCC_BUG_105593

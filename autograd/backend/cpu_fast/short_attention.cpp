@@ -33,9 +33,7 @@ namespace sg::cpu {
 
 #ifdef SG_AVX512_ROWS
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's bug 105593, as short_softmax
-#pragma GCC diagnostic ignored "-Wuninitialized"        // the same bug, in transpose_16x16
+SG_BEGIN_GCC_BUG_105593
 
 namespace {
 
@@ -281,7 +279,7 @@ int64_t heads_per_grain(const HeadSizes& n) {
 
 }  // namespace
 
-#pragma GCC diagnostic pop
+SG_END_GCC_BUG_105593
 
 bool short_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                      double scale, const Tensor& out, const Tensor& weights) {

@@ -13,8 +13,7 @@ namespace sg::cpu {
 #ifdef SG_AVX512_ROWS
 
 // GCC 12's false "may be used uninitialised" in inlined AVX-512 intrinsics (short_softmax.cpp).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+SG_BEGIN_GCC_BUG_105593
 
 namespace {
 
@@ -142,7 +141,7 @@ template <int V>
 
 }  // namespace
 
-#pragma GCC diagnostic pop
+SG_END_GCC_BUG_105593
 
 bool short_layer_norm_fits(int64_t D) { return D >= 1 && D <= kMaxRow && cpu_has_avx512(); }
 

@@ -16,8 +16,7 @@ namespace sg::cpu {
 
 // GCC 12 warns that the _mm512_undefined_ps() inside many AVX-512 intrinsics "may be used
 // uninitialised" once they are inlined (GCC bug 105593, fixed in GCC 13): not a bug here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+SG_BEGIN_GCC_BUG_105593
 
 namespace {
 
@@ -145,7 +144,7 @@ template <int V>
 
 }  // namespace
 
-#pragma GCC diagnostic pop
+SG_END_GCC_BUG_105593
 
 bool short_softmax_fits(int64_t D) { return D >= 1 && D <= kMaxRow && cpu_has_avx512(); }
 

@@ -19,8 +19,7 @@ void transpose_by_elements(const float* src, int64_t src_row, int64_t rows, int6
 
 #ifdef SG_AVX512_ROWS
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's bug 105593, as short_softmax
+SG_BEGIN_GCC_BUG_105593
 
 __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
 
@@ -46,7 +45,7 @@ __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << n) - 1);
   }
 }
 
-#pragma GCC diagnostic pop
+SG_END_GCC_BUG_105593
 
 #endif
 

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The platform matrix (docs/design.md, "Platforms"): the machines, BLAS kernels and compilers
+# learners bring, checked on one Debian x86-64 machine. Run by .ci/run after the main build, or
+# by hand:
+#   bash scripts/platforms.sh                 # every leg
+#   bash scripts/platforms.sh kernels clang   # some of them
+# Legs:
+#   kernels   the whole suite (build/) once per OpenBLAS kernel family: Haswell (Intel AVX2
+#             laptops), Zen (AMD Zen 1-3), SkylakeX, Cooperlake, Sandybridge (unset is the main run)
+#   avx2      the whole suite with SCRATCHGRAD_CPU_FEATURES=avx2: every AVX-512 path off
+#   valgrind  the CPU-kernel tests under valgrind's memcheck, which emulates a CPU without
+#             AVX-512 (AVX2 and FMA) natively: every kernel file's portable path, memory-checked
+#   no-avx2   a program started on an emulated CPU without AVX2 (qemu-x86_64 -cpu Nehalem) is
+#             refused with the reason, not killed by an illegal instruction
+#   arm64     the library, examples and tests cross-compiled for ARM64 (Debian's cross compiler,
+#             cmake/toolchains/aarch64-linux-gnu.cmake), the chapter tests run under qemu-aarch64
+#   clang     Clang 16 with libc++ 16, warnings as errors, every test
+# A leg whose tools are missing fails (install them: scripts/install_deps.sh --platforms); it
+# never skips quietly. BUILD_DIR (default build) is the main build, made by scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/env.sh
+
+build_dir=${BUILD_DIR:-build}
+legs=("$@")
+[[ ${#legs[@]} -gt 0 ]] || legs=(kernels avx2 valgrind no-avx2 arm64 clang)
+
+section() { echo; echo "==== platforms: $* ===="; }
+need() {
+  for tool in "$@"; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "platforms: '$tool' is missing (bash scripts/install_deps.sh --platforms)" >&2
+      exit 1
+    fi
+  done
+}
+main_build() {
+  if [[ ! -x $build_dir/tests/autograd_tests ]]; then
+    echo "platforms: no main build in $build_dir (bash scripts/test.sh first)" >&2
+    exit 1
+  fi
+}
+# ctest over the main build, one BLAS thread per test, the install test left out (it rebuilds a
+# project against a fresh install: nothing in it depends on the kernels).
+suite() { (cd "$build_dir" && env "$@" OPENBLAS_NUM_THREADS=1 ctest --parallel "$jobs" \
+  --label-exclude install --output-on-failure); }
+
+leg_kernels() {
+  main_build
+  for core in Haswell Zen SkylakeX Cooperlake Sandybridge; do
+    section "the whole suite on OpenBLAS's $core kernels"
+    suite OPENBLAS_CORETYPE=$core
+  done
+}
+
+leg_avx2() {
+  main_build
+  section "the whole suite on the fast kernels' portable paths (SCRATCHGRAD_CPU_FEATURES=avx2)"
+  suite SCRATCHGRAD_CPU_FEATURES=avx2
+}
+
+# The tests of every CPU kernel file (backend/cpu, backend/cpu_fast) and the ops that reach them.
+# Under valgrind the CPU has no AVX-512, so these take the portable paths; the products of the
+# thread-count test are too big to emulate and stay out (the avx2 leg runs it natively).
+leg_valgrind() {
+  main_build
+  need valgrind
+  section "CPU-kernel tests under valgrind memcheck (a CPU with AVX2 and no AVX-512)"
+  # tcmalloc is the programs' malloc: valgrind must replace it (somalloc), and new/new[] are one
+  # function in tcmalloc, so the "mismatched free" check cannot tell them apart.
+  local valgrind=(valgrind --quiet --error-exitcode=9 --soname-synonyms=somalloc=*tcmalloc*
+    --show-mismatched-frees=no)
+  OPENBLAS_NUM_THREADS=1 "${valgrind[@]}" "$build_dir/tests/autograd_tests" \
+    --gtest_filter='Backend*:Softmax*:Reduce*:Masking*:Matmul*-BackendParallelFor.Products*:BackendMalloc*'
+  OPENBLAS_NUM_THREADS=1 "${valgrind[@]}" "$build_dir/tests/nn_tests" \
+    --gtest_filter='LayerNorm*:Attention*:Loss*:CrossEntropy*:Adam*:Linear*'
+}
+
+leg_no_avx2() {
+  main_build
+  need qemu-x86_64
+  section "a CPU without AVX2 (qemu-x86_64 -cpu Nehalem): refused with the reason"
+  local out status=0
+  out=$(qemu-x86_64 -cpu Nehalem "$build_dir/examples/01_tensors" 2>&1) || status=$?
+  if [[ $status -eq 0 || $out != *"this build's CPU kernels need AVX2 and FMA"* ]]; then
+    echo "platforms: expected a refusal naming AVX2 and FMA, got (exit $status):" >&2
+    echo "$out" | tail -5 >&2
+    exit 1
+  fi
+  echo "refused as expected (exit $status): $(echo "$out" | grep -m1 "CPU kernels need")"
+}
+
+leg_arm64() {
+  need aarch64-linux-gnu-g++ qemu-aarch64
+  section "ARM64: cross build (build-arm64) and the chapter tests under qemu-aarch64"
+  cmake --fresh -S . -B build-arm64 -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    --toolchain cmake/toolchains/aarch64-linux-gnu.cmake -DSCRATCHGRAD_WERROR=ON \
+    -DSCRATCHGRAD_BUILD_BENCH=OFF -DSCRATCHGRAD_CUDA=OFF
+  cmake --build build-arm64 --parallel "$jobs"
+  # Every chapter's tests (the emulator makes each ~10x slower); the end-to-end runs of the
+  # examples' training and the MPI tests are left to the native legs.
+  (cd build-arm64 && OPENBLAS_NUM_THREADS=1 ctest --parallel "$jobs" --output-on-failure \
+    --label-exclude "install|e2e|distributed" --timeout 900)
+}
+
+leg_clang() {
+  need clang++-16
+  section "Clang 16 with libc++ 16, warnings as errors (build-clang)"
+  CC=clang-16 CXX=clang++-16 cmake --fresh -S . -B build-clang -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DSCRATCHGRAD_WERROR=ON -DSCRATCHGRAD_CUDA=OFF \
+    -DCMAKE_CXX_FLAGS="-stdlib=libc++" -DCMAKE_EXE_LINKER_FLAGS="-stdlib=libc++"
+  cmake --build build-clang --parallel "$jobs"
+  (cd build-clang && OPENBLAS_NUM_THREADS=1 ctest --parallel "$jobs" --output-on-failure \
+    --label-exclude install)
+}
+
+for leg in "${legs[@]}"; do
+  case $leg in
+    kernels | avx2 | valgrind | no-avx2 | arm64 | clang) "leg_${leg//-/_}" ;;
+    *) echo "platforms: unknown leg '$leg' (kernels avx2 valgrind no-avx2 arm64 clang)" >&2; exit 2 ;;
+  esac
+done
+section "all legs passed: ${legs[*]}"
