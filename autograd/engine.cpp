@@ -1,3 +1,14 @@
+// The backward engine (engine.h). The algorithm is run_backward's loop: put the seeds at the
+// roots' nodes, order the graph so that every node comes before the nodes it sends gradients to
+// (topological_order: Kahn's algorithm), and run the nodes in that order; by its turn a node has
+// received all of its gradient, and what it returns is added into the nodes and leaves its edges
+// point at. The rest are named pieces beside the loop, which a first reading may skip:
+//   GradientSink   where leaves' gradients go: accumulated into .grad() (running the hooks that
+//                  wait for a leaf's whole gradient), or captured for autograd::grad, which also
+//                  skips the nodes that lead to no input it asked for;
+//   apply_node     a node's backward, charged to it by the profiler, its errors naming it;
+//   shaped_for     a gradient summed back over broadcast dims, in its input's dtype.
+// Anomaly mode checks each node's result inside Node::apply (node.cpp).
 #include "autograd/engine.h"
 
 #include <unordered_map>
@@ -50,21 +61,6 @@ std::unordered_map<Node*, int> count_dependencies(const std::vector<Node*>& root
   return deps;
 }
 
-// For each leaf with a post-accumulate-grad hook, how many edges of this graph deliver into it:
-// its hooks run once that many contributions have arrived (autograd/grad_hooks.h). Empty, and
-// free, when no hook is registered anywhere.
-std::unordered_map<TensorImpl*, int> count_hooked_leaf_uses(
-    const std::unordered_map<Node*, int>& nodes) {
-  std::unordered_map<TensorImpl*, int> uses;
-  if (!any_post_accumulate_grad_hooks()) return uses;
-  for (const auto& [node, deps] : nodes) {
-    for (const Edge& edge : node->edges()) {
-      if (edge.leaf && has_post_accumulate_grad_hooks(edge.leaf.get())) ++uses[edge.leaf.get()];
-    }
-  }
-  return uses;
-}
-
 // The nodes in an order where every node comes before those its edges point at (Kahn's
 // algorithm, run on a copy of the dependency counts without calling anything).
 std::vector<Node*> topological_order(const std::vector<Node*>& roots,
@@ -85,18 +81,6 @@ std::vector<Node*> topological_order(const std::vector<Node*>& roots,
   return order;
   // --8<-- [end:ex03.topological_order]
 }
-
-// Where gradients are taken for sg::autograd::grad: the inputs' leaves and nodes, by position.
-struct Captures {
-  // An input given twice (or two aliases of one node's output) gets the same gradient twice.
-  std::unordered_map<TensorImpl*, std::vector<size_t>> leaves;
-  std::unordered_map<Node*, std::vector<size_t>> nodes;
-  std::vector<Tensor> grads;
-  bool active() const { return !grads.empty(); }
-  void add(const std::vector<size_t>& positions, const Tensor& grad) {
-    for (size_t i : positions) grads[i] = grads[i].defined() ? grads[i] + grad : grad;
-  }
-};
 
 // The seed of one root: its gradient, checked, or 1 for a scalar.
 Tensor seed_of(const Tensor& root, const Tensor& gradient, bool create_graph) {
@@ -124,22 +108,142 @@ Tensor seed_of(const Tensor& root, const Tensor& gradient, bool create_graph) {
   return create_graph ? seed : seed.detach();
 }
 
-// For autograd::grad: the nodes worth running, those from which a captured input can be reached
-// (the rest of the graph leads only to gradients nobody asked for). `order` is topological.
-std::unordered_map<Node*, bool> nodes_leading_to(const std::vector<Node*>& order,
-                                                 const Captures& captures) {
-  std::unordered_map<Node*, bool> leads;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    bool any = false;
-    for (const Edge& edge : (*it)->edges()) {
-      if (edge.leaf && captures.leaves.count(edge.leaf.get())) any = true;
-      if (edge.node && (captures.nodes.count(edge.node.get()) || leads[edge.node.get()])) {
-        any = true;
+// Where the gradients of leaves go. backward() accumulates them into each leaf's .grad(), and a
+// leaf's post-accumulate-grad hooks run once all of its contributions have arrived
+// (autograd/grad_hooks.h). autograd::grad(outputs, inputs) instead captures the gradients of its
+// inputs, leaves or not, touches no .grad(), and runs only the nodes from which an input can be
+// reached (the rest of the graph leads to gradients nobody asked for).
+class GradientSink {
+ public:
+  explicit GradientSink(const std::vector<Tensor>& inputs) : grads_(inputs.size()) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& x = inputs[i];
+      SG_CHECK(x.defined() && x.requires_grad(),
+               "grad: input {} does not require grad, so it has no gradient to take", i);
+      // An input given twice (or two aliases of one node's output) gets the gradient twice.
+      if (x.grad_fn()) {
+        captured_nodes_[x.grad_fn().get()].push_back(i);
+      } else {
+        captured_leaves_[x.impl()].push_back(i);
       }
     }
-    leads[*it] = any;
   }
-  return leads;
+
+  // Looks at the graph once, in topological order, before anything runs.
+  void prepare(const std::vector<Node*>& order) {
+    if (capturing()) {
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {  // edges point to later nodes
+        bool leads = false;
+        for (const Edge& edge : (*it)->edges()) {
+          if (edge.leaf) leads = leads || captured_leaves_.count(edge.leaf.get()) > 0;
+          if (edge.node) {
+            leads = leads || captured_nodes_.count(edge.node.get()) > 0 ||
+                    leads_to_inputs_[edge.node.get()];
+          }
+        }
+        leads_to_inputs_[*it] = leads;
+      }
+    } else if (any_post_accumulate_grad_hooks()) {  // free when no hook is registered anywhere
+      for (Node* node : order) {
+        for (const Edge& edge : node->edges()) {
+          if (edge.leaf && has_post_accumulate_grad_hooks(edge.leaf.get())) {
+            ++hooked_leaf_uses_[edge.leaf.get()];
+          }
+        }
+      }
+    }
+  }
+
+  // A node's whole gradient, before it runs: captured if the node made an input; false when no
+  // input asked for lies behind the node, which then need not run.
+  bool wants(Node* node, const Tensor& grad_output) {
+    if (!capturing()) return true;
+    if (auto it = captured_nodes_.find(node); it != captured_nodes_.end()) {
+      capture(it->second, grad_output);
+    }
+    return leads_to_inputs_[node];
+  }
+
+  // A root that is a leaf (backward() on a leaf): its seed is its whole gradient, delivered at
+  // once, and its hooks run at once.
+  void to_root_leaf(const std::shared_ptr<TensorImpl>& leaf, const Tensor& seed) {
+    if (capturing()) return to_leaf(leaf, seed);
+    accumulate_into_leaf(*leaf, seed);
+    if (any_post_accumulate_grad_hooks()) run_post_accumulate_grad_hooks(leaf);
+  }
+
+  // One contribution to a leaf's gradient.
+  void to_leaf(const std::shared_ptr<TensorImpl>& leaf, Tensor grad) {
+    if (capturing()) {
+      if (auto it = captured_leaves_.find(leaf.get()); it != captured_leaves_.end()) {
+        capture(it->second, grad);
+      }
+      return;
+    }
+    accumulate_into_leaf(*leaf, std::move(grad));
+    auto hooked = hooked_leaf_uses_.find(leaf.get());
+    if (hooked != hooked_leaf_uses_.end() && --hooked->second == 0) {
+      run_post_accumulate_grad_hooks(leaf);
+    }
+  }
+
+  // The inputs' gradients (autograd::grad), checked; nothing for backward().
+  std::vector<Tensor> result(const std::vector<Tensor>& inputs, bool allow_unused) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SG_CHECK(grads_[i].defined() || allow_unused,
+               "grad: input {} (shape {}) is not reachable from the outputs, so it has no "
+               "gradient; pass allow_unused=true to get an undefined tensor for it",
+               i, inputs[i].shape());
+    }
+    return std::move(grads_);
+  }
+
+ private:
+  bool capturing() const { return !grads_.empty(); }
+  void capture(const std::vector<size_t>& positions, const Tensor& grad) {
+    for (size_t i : positions) grads_[i] = grads_[i].defined() ? grads_[i] + grad : grad;
+  }
+
+  std::vector<Tensor> grads_;  // one per input of autograd::grad; empty for backward()
+  std::unordered_map<TensorImpl*, std::vector<size_t>> captured_leaves_;
+  std::unordered_map<Node*, std::vector<size_t>> captured_nodes_;
+  std::unordered_map<Node*, bool> leads_to_inputs_;
+  std::unordered_map<TensorImpl*, int> hooked_leaf_uses_;  // contributions still to come
+};
+
+// Runs a node's backward: the profiler charges the time to the node, and an error from inside
+// names it. Without retain_graph the node's saved tensors are freed right after.
+Grads apply_node(Node& node, const Tensor& grad_output, bool retain_graph) {
+  Grads grads;
+  try {
+    SG_PROFILE_OP(node.name());
+    grads = node.apply(grad_output);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    if (what.rfind("backward", 0) == 0) throw;
+    SG_FAIL("backward of '{}': {}", node.name(), what);
+  }
+  if (!retain_graph) node.release();
+  SG_CHECK(grads.size() == node.edges().size(),
+           "backward of '{}': returned {} gradients for {} inputs", node.name(), grads.size(),
+           node.edges().size());
+  return grads;
+}
+
+// The gradient an edge's input receives: zeros where the node returned none (an input masked out
+// entirely), summed down to the input's shape where the forward broadcast it (the one place
+// broadcasting is undone), in the input's dtype.
+Tensor shaped_for(const Edge& edge, Tensor grad, Device device) {
+  if (!grad.defined()) return zeros(edge.shape, TensorOptions(edge.dtype).device(device));
+  if (grad.shape() != edge.shape) grad = sum_to(grad, edge.shape);
+  if (grad.dtype() != edge.dtype) grad = grad.to(edge.dtype);
+  return grad;
+}
+
+// Adds one contribution to the gradient waiting at `node`.
+void add_to(std::unordered_map<Node*, Tensor>& pending, Node* node, Tensor grad) {
+  auto [it, inserted] = pending.try_emplace(node, grad);
+  if (!inserted) it->second = it->second + grad;
 }
 
 }  // namespace
@@ -152,127 +256,50 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots,
            "backward: got {} outputs but {} gradients; pass one gradient (or an undefined tensor) "
            "per output",
            roots.size(), gradients.size());
-  std::vector<Tensor> seeds;
+  GradientSink sink(inputs);
+  // Backward formulas are recorded only for create_graph (a graph of the gradient).
+  GradModeGuard grad_mode(create_graph);
+  // --8<-- [start:backward_loop]
+  std::vector<Tensor> seeds;  // all checked before anything runs
   for (size_t i = 0; i < roots.size(); ++i) {
     seeds.push_back(seed_of(roots[i], gradients[i], create_graph));
   }
-  Captures captures;
-  captures.grads.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& x = inputs[i];
-    SG_CHECK(x.defined() && x.requires_grad(),
-             "grad: input {} does not require grad, so it has no gradient to take", i);
-    if (x.grad_fn()) {
-      captures.nodes[x.grad_fn().get()].push_back(i);
-    } else {
-      captures.leaves[x.impl()].push_back(i);
-    }
-  }
-
-  // Backward formulas are recorded only for create_graph (a graph of the gradient).
-  GradModeGuard grad_mode(create_graph);
-  std::unordered_map<Node*, Tensor> pending;
+  std::unordered_map<Node*, Tensor> pending;  // each node's gradient, summed as it arrives
   std::vector<Node*> starts;
   for (size_t i = 0; i < roots.size(); ++i) {
-    const Tensor& root = roots[i];
-    if (!root.grad_fn()) {  // backward() on a leaf: its gradient is the seed itself
-      if (!captures.active()) {
-        accumulate_into_leaf(*root.impl(), seeds[i]);
-        if (any_post_accumulate_grad_hooks()) run_post_accumulate_grad_hooks(root.impl_ptr());
-      } else if (auto it = captures.leaves.find(root.impl()); it != captures.leaves.end()) {
-        captures.add(it->second, seeds[i]);
-      }
+    if (!roots[i].grad_fn()) {  // backward() on a leaf: its gradient is the seed itself
+      sink.to_root_leaf(roots[i].impl_ptr(), seeds[i]);
       continue;
     }
-    Node* node = root.grad_fn().get();
-    auto [it, inserted] = pending.try_emplace(node, seeds[i]);
-    if (inserted) {
-      starts.push_back(node);
-    } else {
-      it->second = it->second + seeds[i];
-    }
+    Node* node = roots[i].grad_fn().get();
+    if (!pending.count(node)) starts.push_back(node);
+    add_to(pending, node, std::move(seeds[i]));
   }
-
-  // Kahn's algorithm: a node runs when every edge pointing at it has delivered its gradient.
-  std::unordered_map<Node*, int> deps = count_dependencies(starts);
-  // Hooks run where gradients accumulate into .grad(), not for autograd::grad's captures.
-  std::unordered_map<TensorImpl*, int> hooked_leaf_uses;
-  if (!captures.active()) hooked_leaf_uses = count_hooked_leaf_uses(deps);
-  std::vector<std::shared_ptr<Node>> ready;
-  for (Node* node : starts) {
-    if (deps[node] == 0) ready.push_back(node->shared_from_this());
-  }
-  std::unordered_map<Node*, bool> leads;
-  if (captures.active()) leads = nodes_leading_to(topological_order(starts, deps), captures);
-
-  while (!ready.empty()) {
-    std::shared_ptr<Node> node = std::move(ready.back());
-    ready.pop_back();
-    Tensor grad_output = std::move(pending[node.get()]);
-    pending.erase(node.get());
-    if (captures.active()) {
-      if (auto it = captures.nodes.find(node.get()); it != captures.nodes.end()) {
-        captures.add(it->second, grad_output);
-      }
-      if (!leads[node.get()]) continue;  // nothing asked for lies behind it
-    }
-
-    Grads grads;
-    try {
-      SG_PROFILE_OP(node->name());  // a backward function is charged to its node
-      grads = node->apply(grad_output);
-    } catch (const Error& e) {
-      std::string what = e.what();
-      if (what.rfind("backward", 0) == 0) throw;
-      SG_FAIL("backward of '{}': {}", node->name(), what);
-    }
-    if (!retain_graph) node->release();
-    // Let go of this node's incoming gradient, so that a gradient it passes on unchanged (or as a
-    // view) is referenced only by what it is passed to.
+  const std::vector<Node*> order = topological_order(starts, count_dependencies(starts));
+  sink.prepare(order);
+  for (Node* node : order) {
+    // Every edge into this node comes from a node earlier in the order: its gradient is whole.
+    Tensor grad_output = std::move(pending[node]);
+    pending.erase(node);
+    if (!sink.wants(node, grad_output)) continue;
+    Grads grads = apply_node(*node, grad_output, retain_graph);
     const Device device = grad_output.device();
+    // Let go of the incoming gradient, so that one passed on unchanged (or as a view) is
+    // referenced only by what it is passed to.
     grad_output = Tensor();
-    SG_CHECK(grads.size() == node->edges().size(),
-             "backward of '{}': returned {} gradients for {} inputs", node->name(), grads.size(),
-             node->edges().size());
-
     for (size_t i = 0; i < grads.size(); ++i) {
       const Edge& edge = node->edges()[i];
       if (!edge.needs_grad()) continue;
-      Tensor grad = std::move(grads[i]);
-      if (!grad.defined()) {
-        // No gradient for this input (e.g. it was masked out entirely): treat as zeros.
-        grad = zeros(edge.shape, TensorOptions(edge.dtype).device(device));
-      }
-      // The one place broadcasting is undone: sum the gradient down to the input's shape.
-      if (grad.shape() != edge.shape) grad = sum_to(grad, edge.shape);
-      if (grad.dtype() != edge.dtype) grad = grad.to(edge.dtype);
-
+      Tensor grad = shaped_for(edge, std::move(grads[i]), device);
       if (edge.leaf) {
-        if (!captures.active()) {
-          accumulate_into_leaf(*edge.leaf, std::move(grad));
-          auto hooked = hooked_leaf_uses.find(edge.leaf.get());
-          if (hooked != hooked_leaf_uses.end() && --hooked->second == 0) {
-            run_post_accumulate_grad_hooks(edge.leaf);
-          }
-        } else if (auto it = captures.leaves.find(edge.leaf.get()); it != captures.leaves.end()) {
-          captures.add(it->second, grad);
-        }
-        continue;
+        sink.to_leaf(edge.leaf, std::move(grad));
+      } else {
+        add_to(pending, edge.node.get(), std::move(grad));
       }
-      Node* child = edge.node.get();
-      auto [it, inserted] = pending.try_emplace(child, grad);
-      if (!inserted) it->second = it->second + grad;
-      if (--deps[child] == 0) ready.push_back(edge.node);
     }
   }
-
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    SG_CHECK(captures.grads[i].defined() || allow_unused,
-             "grad: input {} (shape {}) is not reachable from the outputs, so it has no gradient; "
-             "pass allow_unused=true to get an undefined tensor for it",
-             i, inputs[i].shape());
-  }
-  return std::move(captures.grads);
+  // --8<-- [end:backward_loop]
+  return sink.result(inputs, allow_unused);
 }
 
 }  // namespace sg
