@@ -242,5 +242,11 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
                      double label_smoothing = 0.0, std::string_view reduction = "mean",
                      CallSite site = CallSite::current());
+// The same loss composed from ops (log_softmax, gather, where, sum): its one definition, which
+// cross_entropy runs where the backend has no kernel for it, and differentiates for create_graph.
+Tensor cross_entropy_composed(const Tensor& logits, const Tensor& target,
+                              int64_t ignore_index = -100, double label_smoothing = 0.0,
+                              std::string_view reduction = "mean",
+                              CallSite site = CallSite::current());
 
 }  // namespace sg

@@ -71,26 +71,6 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_in
   return reduce(per_row, reduction, target.shape(), rows.count);
 }
 
-Tensor cross_entropy_composed(const Tensor& logits, const Tensor& target, int64_t ignore_index,
-                              double label_smoothing, std::string_view reduction) {
-  const std::string_view op = "cross_entropy_composed";
-  check_reduction(op, reduction);
-  SG_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
-           "{}: label_smoothing must be in [0, 1], got {}", op, label_smoothing);
-  Rows rows = flatten_rows(op, logits, target, ignore_index);
-  const double C = static_cast<double>(rows.scores.size(1));
-  Tensor log_probs = log_softmax(rows.scores, 1);  // [N, C]
-  // The smoothed target q = (1 - ε) onehot(t) + ε / C, so -Σ q log p splits into two terms:
-  Tensor nll = -gather(log_probs, 1, rows.safe_target);  // [N, 1] -log p_t
-  Tensor per_row = nll * (1.0 - label_smoothing);
-  if (label_smoothing > 0) {
-    Tensor uniform = -log_probs.sum(1, /*keepdim=*/true) / C;  // [N, 1] -Σ_c log p_c / C
-    per_row = per_row + uniform * label_smoothing;
-  }
-  per_row = where(rows.valid, per_row, zeros({}, per_row.options()));
-  return reduce(per_row, reduction, target.shape(), rows.count);
-}
-
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
   check_reduction("mse_loss", reduction);
   SG_CHECK(input.shape() == target.shape(),

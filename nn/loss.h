@@ -24,11 +24,10 @@ namespace sg::nn {
 // is never ambiguous between sg:: and sg::nn:: (both are found through the Tensor arguments).
 using sg::cross_entropy;
 
-// The same loss composed from primitives (log_softmax, then nll_loss and a smoothing term): the
-// readable reference the fused op is tested against, and what autograd alone would build.
-Tensor cross_entropy_composed(const Tensor& logits, const Tensor& target,
-                              int64_t ignore_index = -100, double label_smoothing = 0.0,
-                              std::string_view reduction = "mean");
+// The same loss composed from ops (log_softmax, gather, a smoothing term, the reduction): the
+// readable definition, what the fused op runs where no kernel takes it, and what it is tested
+// against (autograd/ops/cross_entropy.cpp).
+using sg::cross_entropy_composed;
 
 // Negative log-likelihood of log-probabilities log_probs [..., C] at target [...]:
 // -log_probs[target] per row (0 for ignored rows), reduced.

@@ -140,16 +140,15 @@ EXERCISES = [
         "at o·D·inner + i + d·inner. Sum in double.",
     ),
     Exercise(
-        "06", "cross_entropy_backward", "autograd/ops/cross_entropy.cpp",
-        "the backward lambda of Tensor cross_entropy(logits, target, ...), once create_graph is "
-        "ruled out: it gets g, the loss's gradient, and has captured slp (log-probabilities [N, "
-        "C]), st (the targets [N, 1], ignored ones pointing at 0), skeep ([N, 1], 1 for kept "
-        "rows), scount (the kept count), mode, eps and logits_shape; it returns "
-        "Grads{dlogits, Tensor()}",
-        "the gradient of the loss with respect to the logits is softmax(logits) - q, where q is "
-        "the target distribution: 1 - eps at the target class plus eps/C everywhere "
-        "(scatter_add puts a value at each row's target, st). Then scale each row by its share "
-        "of g: 0 for ignored rows (skeep), and divided by the kept count (scount) for \"mean\".",
+        "06", "cross_entropy", "autograd/ops/cross_entropy.cpp",
+        "Tensor composed(const Tensor& logits, const Tensor& target, int64_t ignore_index, "
+        "double eps, Reduction mode): the loss from ops, its arguments already checked "
+        "(logits [..., C], target int64 [...]); mode is Reduction::None, Sum or Mean",
+        "flatten to rows: log_softmax of logits [N, C] along dim 1; gather each row's target "
+        "(where it is ignore_index, point it at class 0 with where() so gather gets a real "
+        "class); the row loss is (1 - eps)(-log p_t) - eps Σ_c log p_c / C, then 0 for ignored "
+        "rows (where, not a multiply: 0 · -inf is NaN). None: the target's shape; Sum: the sum; "
+        "Mean: the sum over the rows not ignored, divided by their count.",
     ),
     Exercise(
         "07", "attention", "autograd/ops/attention.cpp",

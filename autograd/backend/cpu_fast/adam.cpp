@@ -57,10 +57,9 @@ bool FastCpuBackend::adam_update(const Tensor& param, const Tensor& grad, const 
                                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2,
                                  double eps, double weight_decay, bool decoupled_weight_decay,
                                  int64_t step) {
-  dispatch_floating("adam_update_", param.dtype(), [&]<typename T>() {
-    adam_typed<T>(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
-                  decoupled_weight_decay, step);
-  });
+  if (param.dtype() != kFloat32) return false;  // float64: the update composed from ops
+  adam_typed<float>(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
+                    decoupled_weight_decay, step);
   return true;
 }
 

@@ -1,11 +1,13 @@
 // Cross-entropy over rows of float logits (backend.h: cross_entropy, cross_entropy_backward):
 // the log-softmax by the softmax kernel, then one pass over the rows for each row's loss; the
-// backward is one pass that writes dx = scale · (softmax - q) row by row. ops/cross_entropy.cpp
-// composes the same math from ~15 small ops each way (a where, a gather, a scatter_add, casts,
-// sums), a noticeable share of the tiny model's step on its [720, 11] logits (bench/NOTES.md).
+// backward is one pass that writes dx = scale · (softmax - q) row by row, the gradient written
+// by hand. ops/cross_entropy.cpp defines the loss from ops (cross_entropy_composed), ~15 small
+// ops each way (a where, a gather, casts, sums) with their temporaries, a noticeable share of the
+// tiny model's step on its [720, 11] logits (bench/NOTES.md).
 //   forward   loss_i = (1 - ε)(-log p[i, t_i]) + ε (-Σ_c log p[i, c]) / C, 0 where t_i is ignored
 //   backward  dx[i, c] = s_i (p[i, c] - ε / C - (1 - ε)[c == t_i]), 0 in ignored rows
-// float32 only: float64 (every gradcheck) takes the composition, which the tests compare with.
+// float32 only: float64 (every gradcheck) declines to the composition, which the tests compare
+// with.
 #include <algorithm>
 #include <cstdint>
 
@@ -40,7 +42,8 @@ struct RowGradient {
   float smooth, hit;
 };
 
-// dx_row = s (exp(lp_row) - ε/C), then - s (1 - ε) at the target; the portable loop.
+// The gradient of one row, softmax minus the target distribution, by hand: dx_row = s
+// (exp(lp_row) - ε/C), then - s (1 - ε) at the target. The portable loop.
 void gradient_row(const float* lp_row, float* dx_row, int64_t C, RowGradient r) {
 #pragma omp simd
   for (int64_t c = 0; c < C; ++c) dx_row[c] = r.scale * (fast_exp(lp_row[c]) - r.smooth);

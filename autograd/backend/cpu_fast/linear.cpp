@@ -6,9 +6,8 @@
 //             a partial db = Σ g[rows], the partials added in block order afterwards
 // fused_linear composed this from gemm, copy and sum: a copy of the bias, three products and a
 // column sum, five jobs and four allocations per layer and step (bench/NOTES.md has the timings).
-// Wider layers, float64 and CPUs without AVX-512 take this backend's gemm (OpenBLAS is as fast as
-// anything here for them), with the bias copied into the output first and the product
-// accumulated onto it (BLAS's beta = 1): no pass of its own for the bias.
+// Wider layers, float64 and CPUs without AVX-512 decline: the op composes them from matmul and
+// add (ops/linear.cpp), whose products OpenBLAS runs as fast as anything here.
 #include <algorithm>
 #include <vector>
 
@@ -33,23 +32,10 @@ int64_t row_blocks(int64_t rows, int64_t in, int64_t out) {
   return fixed_blocks(static_cast<double>(rows), static_cast<double>(rows_per_share(in, out)));
 }
 
-// The layer from this backend's copy, gemm and reduce, for the shapes narrow_gemm does not take.
-void linear_by_gemm(Backend& backend, const Tensor& x, const Tensor& weight, const Tensor& bias,
-                    const Tensor& out) {
-  if (bias.defined()) backend.copy(bias.unsqueeze(0).expand(out.shape()), out);
-  backend.gemm(x.unsqueeze(0), weight.t().unsqueeze(0), out.unsqueeze(0),
-               /*accumulate=*/bias.defined());
-}
-
-void linear_backward_by_gemm(Backend& backend, const Tensor& grad, const Tensor& x,
-                             const Tensor& weight, const Tensor& dx, const Tensor& dweight,
-                             const Tensor& dbias) {
-  if (dx.defined()) backend.gemm(grad.unsqueeze(0), weight.unsqueeze(0), dx.unsqueeze(0), false);
-  if (dweight.defined()) {
-    backend.gemm(grad.t().unsqueeze(0), x.unsqueeze(0), dweight.unsqueeze(0), false);
-  }
-  // db[o] = Σ_rows g[r, o]: gᵀ [out, rows] reduced over its last dim (a column sum).
-  if (dbias.defined()) backend.reduce(ReduceOp::Sum, grad.t(), 1, dbias, Tensor());
+// Whether the layer's three products fit narrow_gemm: out = x·Wᵀ, dx = g·W and dW = gᵀ·x.
+bool fits(int64_t rows, int64_t in, int64_t out_features) {
+  return rows > 0 && in > 0 && narrow_gemm_fits(rows, out_features, in) &&
+         narrow_gemm_fits(rows, in, out_features) && narrow_gemm_fits(out_features, in, rows);
 }
 
 }  // namespace
@@ -57,10 +43,9 @@ void linear_backward_by_gemm(Backend& backend, const Tensor& grad, const Tensor&
 bool FastCpuBackend::linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
                             const Tensor& out) {
   const int64_t rows = x.size(0), in = x.size(1), out_features = weight.size(0);
-  if (x.dtype() != kFloat32 || rows == 0 || !narrow_gemm_fits(rows, out_features, in)) {
-    linear_by_gemm(*this, x, weight, bias, out);
-    return true;
-  }
+  // Wider layers (and float64) decline: the op composes them from matmul and add, and OpenBLAS is
+  // as fast as anything here for their products.
+  if (x.dtype() != kFloat32 || !fits(rows, in, out_features)) return false;
   const Tensor x_rows = x.contiguous(), b = bias.defined() ? bias.contiguous() : Tensor();
   const float* w = weight.data_ptr<float>();
   const int64_t w_rs = weight.stride(0), w_cs = weight.stride(1);
@@ -87,13 +72,8 @@ bool FastCpuBackend::linear_backward(const Tensor& grad, const Tensor& x, const 
                                      const Tensor& dx, const Tensor& dweight, const Tensor& dbias) {
   const int64_t rows = grad.size(0), out_features = grad.size(1);
   const int64_t in = dx.defined() ? dx.size(1) : dweight.defined() ? dweight.size(1) : 0;
-  const bool fits = grad.dtype() == kFloat32 && rows > 0 && in > 0 &&
-                    (!dx.defined() || narrow_gemm_fits(rows, in, out_features)) &&
-                    (!dweight.defined() || narrow_gemm_fits(out_features, in, rows));
-  if (!fits) {
-    linear_backward_by_gemm(*this, grad, x, weight, dx, dweight, dbias);
-    return true;
-  }
+  // The forward took the layer only where all three products fit (fits above).
+  if (grad.dtype() != kFloat32 || !fits(rows, in, out_features)) return false;
   const Tensor g_rows = grad.contiguous();
   const Tensor x_rows = dweight.defined() ? x.contiguous() : Tensor();
   const Tensor w = dx.defined() ? weight.contiguous() : Tensor();
