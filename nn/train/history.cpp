@@ -48,6 +48,8 @@ void History::add_evaluation(int64_t step, const std::map<std::string, double>& 
 }
 
 const std::vector<double>& History::eval(const std::string& metric) const {
+  static const std::vector<double> none;
+  if (eval_steps.empty()) return none;  // before the first evaluation, every metric is empty
   auto it = evals.find(metric);
   SG_CHECK(it != evals.end(), "History: no metric '{}'", metric);
   return it->second;

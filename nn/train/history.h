@@ -25,7 +25,8 @@ struct History {
 
   // Appends one evaluation; its metric names must be those of the evaluations before it.
   void add_evaluation(int64_t step, const std::map<std::string, double>& metrics);
-  // One metric's values, one per evaluation (an error names a metric it does not have).
+  // One metric's values, one per evaluation: none before the first evaluation; an error names a
+  // metric the evaluations do not have.
   const std::vector<double>& eval(const std::string& metric) const;
   // 1, 2, ..., losses.size(): the x of each loss.
   std::vector<double> loss_steps() const;

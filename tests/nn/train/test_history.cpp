@@ -38,6 +38,7 @@ TEST(TrainHistory, EvaluationsKeepTheirMetrics) {
                   "2 metrics at step 20, but 1 before");
   EXPECT_SG_ERROR(History().add_evaluation(1, {{"losses", 1.0}}), "'losses' is a reserved name");
   EXPECT_SG_ERROR(h.eval("exact"), "History: no metric 'exact'");
+  EXPECT_TRUE(History().eval("exact").empty());  // no evaluation yet: nothing to plot
 }
 
 TEST(TrainHistory, ReadsStrictlyAndSkipsTheOldStepsList) {
