@@ -77,9 +77,8 @@ void write_plots(const sg::train::History& h, const std::string& dir) {
   sg::nn::write_file_atomically(dir + "/loss.svg", sg::train::loss_chart(h.losses));
   sg::nn::write_file_atomically(
       dir + "/accuracy.svg",
-      sg::train::line_chart("Held-out accuracy (greedy decoding)", "step", "fraction",
-                            {{"exact match", h.eval_steps, h.eval("exact"), "#1f77b4"},
-                             {"token accuracy", h.eval_steps, h.eval("token_acc"), "#2ca02c"}}));
+      sg::train::evaluation_chart(h, "Held-out accuracy (greedy decoding)", "fraction",
+                                  {{"exact", "exact match"}, {"token_acc", "token accuracy"}}));
 }
 
 }  // namespace

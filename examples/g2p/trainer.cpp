@@ -24,9 +24,8 @@ void write_plots(const sg::train::History& h, const std::string& dir) {
   sg::nn::write_file_atomically(dir + "/loss.svg", sg::train::loss_chart(h.losses));
   sg::nn::write_file_atomically(
       dir + "/dev_error_rates.svg",
-      sg::train::line_chart("Dev error rates (greedy decoding)", "step", "fraction",
-                            {{"WER", h.eval_steps, h.eval("dev_wer"), "#1f77b4"},
-                             {"PER", h.eval_steps, h.eval("dev_per"), "#2ca02c"}}));
+      sg::train::evaluation_chart(h, "Dev error rates (greedy decoding)", "fraction",
+                                  {{"dev_wer", "WER"}, {"dev_per", "PER"}}));
 }
 
 }  // namespace

@@ -105,4 +105,16 @@ std::string loss_chart(const std::vector<double>& losses) {
                     {{"train loss", steps, losses, "#d62728"}}, /*log_y=*/true);
 }
 
+std::string evaluation_chart(const History& history, const std::string& title,
+                             const std::string& y_label,
+                             const std::vector<std::pair<std::string, std::string>>& metrics) {
+  static const char* const kColors[] = {"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+  std::vector<Series> series;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const auto& [name, label] = metrics[i];
+    series.push_back({label, history.eval_steps, history.eval(name), kColors[i % 5]});
+  }
+  return line_chart(title, "step", y_label, series);
+}
+
 }  // namespace sg::train

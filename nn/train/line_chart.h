@@ -8,7 +8,10 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "nn/train/history.h"
 
 namespace sg::train {
 
@@ -27,5 +30,11 @@ std::string line_chart(const std::string& title, const std::string& x_label,
 
 // The training loss of step 1, 2, ... on a log scale: the loss.svg of a run.
 std::string loss_chart(const std::vector<double>& losses);
+
+// A run's evaluations: one series per metric, {name in the history, label}, over the steps of
+// the evaluations.
+std::string evaluation_chart(const History& history, const std::string& title,
+                             const std::string& y_label,
+                             const std::vector<std::pair<std::string, std::string>>& metrics);
 
 }  // namespace sg::train

@@ -115,5 +115,24 @@ TEST(TrainLineChart, LossChartEscapedTextAndEmptyCharts) {
                   "line_chart: series 'bad' has 2 x values and 1 y values");
 }
 
+TEST(TrainLineChart, EvaluationChartDrawsTheChosenMetrics) {
+  History h;
+  h.add_evaluation(100, {{"exact", 0.25}, {"token_acc", 0.5}});
+  h.add_evaluation(200, {{"exact", 1.0}, {"token_acc", 1.0}});
+  const auto all = parse_svg(evaluation_chart(
+      h, "Held-out", "fraction", {{"token_acc", "token accuracy"}, {"exact", "exact"}}));
+  EXPECT_EQ(texts(all, "legend"), (std::vector<std::string>{"token accuracy", "exact"}));
+  const Frame f = frame_of(all);
+  const auto series = svg_elements(all, "polyline", "series");
+  ASSERT_EQ(series.size(), 2u);
+  const auto exact = points_of(series[1]);
+  ASSERT_EQ(exact.size(), 2u);
+  EXPECT_NEAR(exact[0].first, f.left, 0.051);  // step 100: the left edge
+  EXPECT_NEAR(exact[1].first, f.left + f.width, 0.051);
+  EXPECT_NEAR(exact[0].second, f.top + f.height, 0.051);  // 0.25: the lowest value, the bottom
+  EXPECT_NE(series[0].attribute("stroke"), series[1].attribute("stroke"));
+  EXPECT_SG_ERROR(evaluation_chart(h, "t", "y", {{"wer", "WER"}}), "History: no metric 'wer'");
+}
+
 }  // namespace
 }  // namespace sg::train
