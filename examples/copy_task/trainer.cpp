@@ -19,7 +19,6 @@ namespace copy_task {
 
 namespace fs = std::filesystem;
 using sg::Tensor;
-using Json = nlohmann::json;
 
 namespace {
 

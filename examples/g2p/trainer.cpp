@@ -149,7 +149,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   sg::optim::Adam optimizer(model.transformer->parameters(),
                             {.lr = config.base_lr(), .betas = {0.9, 0.98}, .eps = 1e-9});
   if (options.resume) {
-    sg::train::restore(last, *model.transformer, &optimizer);
+    sg::train::restore_optimizer(last, optimizer);  // the model was loaded by read_checkpoint
     sg::default_generator().set_state(state.global_rng);
   }
   // The lr of the next update, from the optimizer's step count (restored by a resume).

@@ -76,10 +76,13 @@ void check_fits(const Checkpoint& c, const nn::TransformerOptions& options) {
 
 void restore(const Checkpoint& c, nn::Module& model, optim::Optimizer* optimizer) {
   nn::load(model, c.model, c.path);
-  if (!optimizer) return;
+  if (optimizer) restore_optimizer(c, *optimizer);
+}
+
+void restore_optimizer(const Checkpoint& c, optim::Optimizer& optimizer) {
   SG_CHECK(!c.optimizer.empty(), "--resume: {} holds no optimizer state", c.path);
   try {
-    optimizer->load_state(c.optimizer);
+    optimizer.load_state(c.optimizer);
   } catch (const sg::Error& e) {
     SG_FAIL("--resume: the optimizer state in {} does not match: {}", c.optimizer_path, e.what());
   }

@@ -53,6 +53,8 @@ void check_fits(const Checkpoint& checkpoint, const nn::TransformerOptions& opti
 // given. Each of the two loads all or nothing (nn::load, Optimizer::load_state); errors name the
 // file.
 void restore(const Checkpoint& checkpoint, nn::Module& model, optim::Optimizer* optimizer);
+// The optimizer's part alone (for a model already loaded): its state must be there.
+void restore_optimizer(const Checkpoint& checkpoint, optim::Optimizer& optimizer);
 
 // The name of the first floating-point tensor holding an infinity or a NaN, if any.
 std::optional<std::string> first_non_finite(const nn::NamedTensors& tensors);
