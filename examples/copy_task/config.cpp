@@ -136,7 +136,6 @@ const std::vector<ConfigField>& Config::fields() {
       {"eps", "eps (of --preset)", OnResume::kFixed},
       {"label_smoothing", "--label-smoothing", OnResume::kFixed},
       {"seed", "--seed", OnResume::kFixed},
-      {"preset", "--preset", OnResume::kMayChange},  // only a name: its sizes are compared above
       {"steps", "--steps", OnResume::kMayChange},
       {"eval_every", "--eval-every", OnResume::kMayChange},
       {"eval_samples", "--eval-samples", OnResume::kMayChange},

@@ -46,6 +46,7 @@ struct Config {
   static Config parse_map(const std::map<std::string, std::string>& values);
   // Each key of to_map() with its flag, and whether --resume may change it (--steps and the
   // evaluation and checkpoint cadence may; the model, the task, the data and the recipe may not).
+  // All but "preset", a name only: the sizes it stands for are compared one by one.
   static const std::vector<sg::train::ConfigField>& fields();
 
   // Upper bounds, the same for the command line, validate() and a checkpoint's config: a model

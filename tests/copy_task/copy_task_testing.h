@@ -1,4 +1,4 @@
-// Helpers of the copy-task tests: a fresh directory per run, a quick run's config and options, and
+// What the copy-task tests share: a fresh directory per run, a quick run's config and options, and
 // a checkpoint copy with some metadata changed.
 #pragma once
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -210,6 +211,16 @@ TEST(CopyTaskConfig, SizesHaveUpperBounds) {
   auto values = Config::preset_named("tiny").to_map();
   values["heads"] = "512", values["d_model"] = "512";
   EXPECT_SG_ERROR(Config::from_map(values), "--heads must be in [1, 256], got 512");
+}
+
+TEST(CopyTaskConfig, EveryKeyHasAFlagAndARuleOnResume) {
+  std::set<std::string> keys, with_rule;
+  for (const auto& [key, _] : Config::preset_named("tiny").to_map()) keys.insert(key);
+  for (const auto& field : Config::fields()) with_rule.insert(field.key);
+  keys.erase("preset");  // a name only
+  EXPECT_EQ(with_rule, keys);
+  EXPECT_EQ(sg::train::flags_that_may_change(Config::fields()),
+            "--steps, --eval-every, --eval-samples, --final-samples, --checkpoint-every");
 }
 
 TEST(CopyTaskCheckpoint, ResumeRefusesAChangedConfigurationNamingTheFlag) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "nn/train/checkpoint.h"
 #include "tests/support/testing.h"
@@ -60,6 +61,15 @@ TEST(G2pHardening, SizesAreBoundedWhenParsedAsWhenLoaded) {
                   "g2p: checkpoint config 'norm_first' = 'True' is not true or false");
   values["norm_first"] = "1";  // as older checkpoints wrote it
   EXPECT_TRUE(g2p::Config::from_map(values).norm_first);
+}
+
+TEST(G2pHardening, EveryConfigKeyHasAFlagAndARuleOnResume) {
+  std::set<std::string> keys, with_rule;
+  for (const auto& [key, _] : tiny_config().to_map()) keys.insert(key);
+  for (const auto& field : g2p::Config::fields()) with_rule.insert(field.key);
+  EXPECT_EQ(with_rule, keys);
+  EXPECT_EQ(sg::train::flags_that_may_change(g2p::Config::fields()),
+            "--steps, --eval-every, --dev-words, --checkpoint-every, --train-words");
 }
 
 TEST(G2pHardening, WordsTheModelCannotTakeAreFoundWhenTheDataIsRead) {
