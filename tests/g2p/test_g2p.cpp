@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/g2p/g2p_testing.h"
 #include "tests/support/testing.h"
 #include "trainer.h"
 
@@ -14,13 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fixture() { return std::string(SG_TEST_DATA_DIR) + "/cmudict_slice.dict"; }
-
-std::string temp_dir(const std::string& name) {
-  const std::string dir = (fs::temp_directory_path() / ("sg_g2p_" + name)).string();
-  fs::remove_all(dir);
-  return dir;
-}
+using g2p::testing::fixture;
+using g2p::testing::temp_dir;
 
 g2p::Config small_config() {
   g2p::Config c;

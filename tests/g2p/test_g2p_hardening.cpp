@@ -13,6 +13,7 @@
 #include <set>
 
 #include "nn/train/checkpoint.h"
+#include "tests/g2p/g2p_testing.h"
 #include "tests/support/testing.h"
 #include "trainer.h"
 
@@ -20,15 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fixture() { return std::string(SG_TEST_DATA_DIR) + "/cmudict_slice.dict"; }
-
-std::string temp_dir(const std::string& name) {
-  const std::string dir =
-      (fs::temp_directory_path() / fmt::format("sg_g2p_{}_{}", name, ::getpid())).string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using g2p::testing::fixture;
+using g2p::testing::temp_dir;
 
 // A few steps of a tiny model on the dictionary slice.
 g2p::Config tiny_config() {
