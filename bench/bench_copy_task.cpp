@@ -123,33 +123,26 @@ std::string cpu_model() {
   return "unknown";
 }
 
-double noam_lr(const Config& c, int64_t step) {
-  const double s = static_cast<double>(std::max<int64_t>(step, 1));
-  return c.lr_factor * std::pow(static_cast<double>(c.d_model), -0.5) *
-         std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(c.warmup), -1.5));
-}
-
 // The trainer's step, with the profiler's phases marked (free when profiling is off).
 struct Trainer {
   Config config;
   sg::nn::Transformer model;
   sg::optim::Adam optimizer;
+  sg::optim::NoamLR schedule;  // as the trainer: the library's Noam schedule on a base lr of 1
   copy_task::TaskGenerator data;
-  int64_t step = 0;
 
   explicit Trainer(const Config& c)
       : config(c),
         model((sg::manual_seed(c.seed), c.model_options())),
-        optimizer(
-            model.parameters(),
-            sg::optim::AdamOptions{.lr = noam_lr(c, 1), .betas = {c.beta1, c.beta2}, .eps = c.eps}),
+        optimizer(model.parameters(),
+                  sg::optim::AdamOptions{.lr = 1.0, .betas = {c.beta1, c.beta2}, .eps = c.eps}),
+        schedule(optimizer, c.d_model, c.warmup, c.lr_factor),
         data(c.task, c.vocab, c.min_len, c.length, c.seed ^ 0x1000) {
     model.train();
   }
 
   double run_step() {
     namespace prof = sg::profiler;
-    optimizer.set_lr(noam_lr(config, ++step));
     sg::Tensor loss;
     // Gradients are cleared (freed: set_to_none) before the forward rather than after it, so that
     // last step's gradients do not sit in memory through this step's forward.
@@ -170,6 +163,7 @@ struct Trainer {
     {
       prof::Phase phase("optimizer");
       optimizer.step();
+      schedule.step();
     }
     prof::Phase phase("loss.item");
     return loss.item<double>();

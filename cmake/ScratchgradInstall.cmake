@@ -3,7 +3,7 @@
 #   target_link_libraries(app PRIVATE scratchgrad::nn)
 # Layout under <dir>:
 #   include/scratchgrad/{autograd,nn,distributed}/...     headers, included as "autograd/tensor.h"
-#   lib/libscratchgrad_{autograd,nn,distributed}.a (distributed: where MPI was found)
+#   lib/libscratchgrad_{autograd,nn,train,distributed}.a (distributed: where MPI was found)
 #   lib/cmake/scratchgrad/                    scratchgradConfig.cmake, its version file, the exported
 #                                             targets, and ScratchgradBLAS.cmake
 include(GNUInstallDirs)
@@ -35,6 +35,17 @@ endforeach()
 install(EXPORT scratchgradTargets
   NAMESPACE scratchgrad::
   FILE scratchgradTargets.cmake
+  DESTINATION ${SCRATCHGRAD_INSTALL_CMAKEDIR})
+
+# scratchgrad::train (nn/train/, its headers installed with nn's) in an export file of its own:
+# its headers use nlohmann_json, which scratchgradConfig.cmake looks for only to provide it.
+install(TARGETS scratchgrad_train
+  EXPORT scratchgradTrainTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(EXPORT scratchgradTrainTargets
+  NAMESPACE scratchgrad::
+  FILE scratchgradTrainTargets.cmake
   DESTINATION ${SCRATCHGRAD_INSTALL_CMAKEDIR})
 
 # scratchgradConfig.cmake.in reads SCRATCHGRAD_CUDA to know whether to look for the CUDA toolkit.

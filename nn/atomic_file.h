@@ -4,6 +4,7 @@
 //   sg::nn::AtomicFile file("ckpt.safetensors", "save");
 //   file.write(bytes.data(), bytes.size());   // goes to "ckpt.safetensors.tmp-<pid>"
 //   file.commit();                            // fsync, then rename over "ckpt.safetensors"
+//   sg::nn::write_file_atomically("metrics.json", text);   // the same for a whole text at once
 //
 // Note [Atomic writes]: rename() within one directory replaces the target in one step (POSIX), so
 // a crash before it leaves the old file intact and one after it leaves the new one. The fsync
@@ -41,5 +42,10 @@ class AtomicFile {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+// Writes `text` to `path` through an AtomicFile, creating the parent directories first; `op`
+// starts error messages ("write: cannot write metrics.json: No space left on device").
+void write_file_atomically(const std::string& path, const std::string& text,
+                           const std::string& op = "write");
 
 }  // namespace sg::nn

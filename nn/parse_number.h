@@ -1,11 +1,13 @@
 // Strict text-to-number conversion for configurations, command lines and file metadata: the whole
-// text must be one number of the type (no blanks, no trailing characters, in range), else
-// nothing. The same on every platform and in every locale: integers by std::from_chars, floating
-// point through a stream in the classic "C" locale (libc++ before 17 has no floating-point
-// std::from_chars, and std::strtod reads the decimal point of the program's locale).
+// text must be one number of the type (no blanks, no trailing characters, in range). The same on
+// every platform and in every locale: integers by std::from_chars, floating point through a
+// stream in the classic "C" locale (libc++ before 17 has no floating-point std::from_chars, and
+// std::strtod reads the decimal point of the program's locale). sg::train::parse_number (the
+// training toolkit's, with error messages) is built on it.
 #pragma once
 
 #include <charconv>
+#include <limits>
 #include <locale>
 #include <optional>
 #include <sstream>
@@ -15,20 +17,38 @@
 
 namespace sg::nn {
 
+enum class NumberText { kNumber, kNotANumber, kOutOfRange };
+
+// Reads `text` into `value` when it is a number of type T; says why not otherwise.
 template <typename T>
-std::optional<T> parse_number(std::string_view text) {
+NumberText read_number(std::string_view text, T& value) {
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);
-  if (text.empty()) return std::nullopt;
-  T value{};
+  if (text.empty()) return NumberText::kNotANumber;
   if constexpr (std::is_integral_v<T>) {
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    if (ec == std::errc::result_out_of_range) return NumberText::kOutOfRange;
+    if (ec != std::errc() || end != text.data() + text.size()) return NumberText::kNotANumber;
   } else {
     std::istringstream in{std::string(text)};
     in.imbue(std::locale::classic());
-    in >> std::noskipws >> value;
-    if (in.fail() || in.peek() != std::char_traits<char>::eof()) return std::nullopt;
+    T read{};
+    in >> std::noskipws >> read;
+    const bool whole = in.eof() || in.peek() == std::char_traits<char>::eof();
+    // Out of range, the stream stores the largest finite value (of the sign) and fails.
+    if (in.fail() && whole &&
+        (read == std::numeric_limits<T>::max() || read == std::numeric_limits<T>::lowest())) {
+      return NumberText::kOutOfRange;
+    }
+    if (in.fail() || !whole) return NumberText::kNotANumber;
+    value = read;
   }
+  return NumberText::kNumber;
+}
+
+template <typename T>
+std::optional<T> parse_number(std::string_view text) {
+  T value{};
+  if (read_number(text, value) != NumberText::kNumber) return std::nullopt;
   return value;
 }
 

@@ -31,7 +31,8 @@ Metadata load(Module& module, const std::string& path);
 void load(Module& module, const NamedTensors& tensors, const std::string& source);
 
 // An optimizer's state() (step counts, lr, per-parameter moments), to resume training exactly:
-// load into an optimizer built over the same parameters, in the same order, with the same options.
+// load into an optimizer built over the same parameters, in the same order and groups, with the
+// same options.
 // load_state() checks the entries before changing anything; its errors are reported with the path.
 void save(const optim::Optimizer& optimizer, const std::string& path,
           const Metadata& metadata = {});

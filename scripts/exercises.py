@@ -123,12 +123,13 @@ EXERCISES = [
         "p -= lr·d, where d is the gradient plus weight_decay·p; with momentum, the buffer "
         "(buffer(\"momentum_buffer\", i)) starts at d on the first step (param_step(i) == 1) and "
         "is then b = momentum·b + (1 - dampening)·d, and d becomes b (or d + momentum·b with "
-        "nesterov). Never change grad itself.",
+        "nesterov). The options and the lr are those of parameter i's group: "
+        "options(group_of(i)), lr(group_of(i)). Never change grad itself.",
     ),
     Exercise(
         "05", "warmup_cosine", "nn/optim/lr_scheduler.cpp",
-        "double WarmupCosineLR::lr_at(int64_t step) const",
-        "a linear ramp from 0 to the base lr (optimizer().initial_lr()) over `warmup` steps, then "
+        "double WarmupCosineLR::lr_at(int64_t step, double base) const",
+        "a linear ramp from 0 to the base lr (the group's, `base`) over `warmup` steps, then "
         "half a cosine from the base lr down to min_lr at step `total`, and min_lr after it.",
     ),
     Exercise(
@@ -210,8 +211,10 @@ EXERCISES = [
     ),
     Exercise(
         "12", "noam_lr", "nn/optim/lr_scheduler.cpp",
-        "double NoamLR::lr_at(int64_t step) const (members d_model, warmup, factor)",
-        "the chapter's formula, factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): its "
+        "double NoamLR::lr_at(int64_t step, double base_lr) const (members d_model, warmup, "
+        "factor)",
+        "the chapter's formula, factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), times "
+        "the group's base_lr (1 for the paper's values), as LambdaLR scales it: its "
         "two branches meet at step = warmup, a linear warm-up before and 1/√step after. Step 0 "
         "has no step^-0.5: count it as step 1, as the Annotated Transformer does under LambdaLR.",
     ),

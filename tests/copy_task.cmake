@@ -1,6 +1,6 @@
 # Tests of the main job, examples/copy_task: its library (gtest) and its command line (a script).
 if(TARGET copy_task_lib)
-  add_executable(copy_task_tests copy_task/test_copy_task.cpp)
+  add_executable(copy_task_tests copy_task/test_copy_task.cpp copy_task/test_copy_task_hardening.cpp)
   target_link_libraries(copy_task_tests PRIVATE sg_test_support copy_task_lib)
   sg_set_warnings(copy_task_tests)
   # Label "ch12_e2e": these train for real (about 20 s in Release). ctest labels are regular

@@ -1,11 +1,14 @@
 #include "config.h"
 
-#include <charconv>
 #include <cmath>
-#include <limits>
-#include <vector>
+
+#include "nn/train/numbers.h"
 
 namespace copy_task {
+
+using sg::train::check_range;
+using sg::train::ConfigField;
+using sg::train::OnResume;
 
 Config Config::preset_named(const std::string& name) {
   Config c;
@@ -41,6 +44,11 @@ sg::nn::TransformerOptions Config::model_options() const {
 }
 
 void Config::validate() const {
+  check_settings();
+  check_bounds();
+}
+
+void Config::check_settings() const {
   SG_CHECK(d_model > 0 && heads > 0 && d_model % heads == 0,
            "d_model {} is not divisible by heads {}", d_model, heads);
   SG_CHECK(layers >= 1 && d_ff >= 1, "layers and ffn must be positive (got {} and {})", layers,
@@ -61,8 +69,21 @@ void Config::validate() const {
            "Adam betas must be in [0, 1) and eps positive, got {}, {} and {}", beta1, beta2, eps);
   SG_CHECK(positional == "sinusoidal" || positional == "learned",
            "positional must be sinusoidal or learned, got '{}'", positional);
-  SG_CHECK(eval_every >= 1 && eval_samples >= 1 && final_samples >= 1,
-           "eval-every and sample counts must be positive");
+}
+
+void Config::check_bounds() const {
+  check_range("--vocab", vocab, int64_t{3}, kMaxVocab);
+  check_range("--batch", batch, int64_t{1}, kMaxBatch);
+  check_range("--layers", layers, int64_t{1}, kMaxLayers);
+  check_range("--d-model", d_model, int64_t{1}, kMaxDModel);
+  check_range("--heads", heads, int64_t{1}, kMaxHeads);
+  check_range("--ffn", d_ff, int64_t{1}, kMaxFfn);
+  check_range("--steps", steps, int64_t{0}, kMaxSteps);
+  check_range("--warmup", warmup, int64_t{1}, kMaxSteps);
+  check_range("--eval-every", eval_every, int64_t{1}, kMaxSteps);
+  check_range("--checkpoint-every", checkpoint_every, int64_t{0}, kMaxSteps);
+  check_range("--eval-samples", eval_samples, int64_t{1}, kMaxSamples);
+  check_range("--final-samples", final_samples, int64_t{1}, kMaxSamples);
   model_options().validate();
 }
 
@@ -94,69 +115,69 @@ std::map<std::string, std::string> Config::to_map() const {
           {"seed", std::to_string(seed)}};
 }
 
+const std::vector<ConfigField>& Config::fields() {
+  static const std::vector<ConfigField> fields = {
+      {"vocab", "--vocab", OnResume::kFixedModel},
+      {"layers", "--layers", OnResume::kFixedModel},
+      {"d_model", "--d-model", OnResume::kFixedModel},
+      {"heads", "--heads", OnResume::kFixedModel},
+      {"d_ff", "--ffn", OnResume::kFixedModel},
+      {"dropout", "--dropout", OnResume::kFixedModel},
+      {"norm_first", "--norm-first", OnResume::kFixedModel},
+      {"positional", "--positional", OnResume::kFixedModel},
+      {"length", "--length", OnResume::kFixedModel},
+      {"task", "--task", OnResume::kFixed},
+      {"min_len", "--min-len", OnResume::kFixed},
+      {"batch", "--batch", OnResume::kFixed},
+      {"warmup", "--warmup", OnResume::kFixed},
+      {"lr_factor", "--lr-factor", OnResume::kFixed},
+      {"beta1", "beta1 (of --preset)", OnResume::kFixed},
+      {"beta2", "beta2 (of --preset)", OnResume::kFixed},
+      {"eps", "eps (of --preset)", OnResume::kFixed},
+      {"label_smoothing", "--label-smoothing", OnResume::kFixed},
+      {"seed", "--seed", OnResume::kFixed},
+      {"steps", "--steps", OnResume::kMayChange},
+      {"eval_every", "--eval-every", OnResume::kMayChange},
+      {"eval_samples", "--eval-samples", OnResume::kMayChange},
+      {"final_samples", "--final-samples", OnResume::kMayChange},
+      {"checkpoint_every", "--checkpoint-every", OnResume::kMayChange}};
+  return fields;
+}
+
 Config Config::from_map(const std::map<std::string, std::string>& values) {
+  Config c = parse_map(values);
+  c.validate();
+  return c;
+}
+
+Config Config::parse_map(const std::map<std::string, std::string>& values) {
   auto get = [&](const std::string& key) -> const std::string& {
     auto it = values.find(key);
     SG_CHECK(it != values.end(), "checkpoint config is missing '{}'", key);
     return it->second;
   };
-  // Strict: the whole text is the value, or the key is named in an error (no "12abc" read as 12,
-  // no "True" read as false).
-  auto parse = [&](const std::string& key, auto& value, const char* kind) {
-    const std::string& s = get(key);
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-    SG_CHECK(ec == std::errc() && end == s.data() + s.size() && !s.empty(),
-             "checkpoint config '{}' = '{}' is not {}", key, s, kind);
-  };
+  auto what = [](const std::string& key) { return fmt::format("checkpoint config '{}'", key); };
   auto integer = [&](const std::string& key) {
-    int64_t v = 0;
-    parse(key, v, "an integer");
-    return v;
+    return sg::train::parse_number<int64_t>(get(key), what(key));
   };
   auto real = [&](const std::string& key) {
-    double v = 0;
-    parse(key, v, "a number");
-    return v;
-  };
-  auto boolean = [&](const std::string& key) {
-    const std::string& s = get(key);
-    SG_CHECK(s == "true" || s == "false", "checkpoint config '{}' = '{}' is not true or false", key,
-             s);
-    return s == "true";
+    return sg::train::parse_number<double>(get(key), what(key));
   };
   Config c = preset_named(get("preset"));
   c.task = parse_task(get("task"));
   c.vocab = integer("vocab"), c.length = integer("length"), c.min_len = integer("min_len");
   c.batch = integer("batch"), c.layers = integer("layers"), c.d_model = integer("d_model");
   c.heads = integer("heads"), c.d_ff = integer("d_ff"), c.dropout = real("dropout");
-  c.norm_first = boolean("norm_first");
+  c.norm_first = sg::train::parse_bool(get("norm_first"), what("norm_first"));
   c.positional = get("positional");
   c.steps = integer("steps"), c.warmup = integer("warmup"), c.lr_factor = real("lr_factor");
   c.beta1 = real("beta1"), c.beta2 = real("beta2"), c.eps = real("eps");
   c.label_smoothing = real("label_smoothing");
   c.eval_every = integer("eval_every"), c.eval_samples = integer("eval_samples");
   c.final_samples = integer("final_samples"), c.checkpoint_every = integer("checkpoint_every");
-  parse("seed", c.seed, "a seed in [0, 2^64)");  // the full unsigned range, as written
-  c.validate();
+  // The full unsigned range, as written.
+  c.seed = sg::train::parse_number<uint64_t>(get("seed"), what("seed"), "a seed in [0, 2^64)");
   return c;
-}
-
-int64_t Config::min_state_values() const {
-  // Each of the 2 * layers encoder and decoder layers holds two feed-forward matrices of
-  // d_model x d_ff values; the two embeddings vocab x d_model; the positional tables (a buffer
-  // or a parameter) max_len x d_model. Counted with overflow checks: a saturated count only
-  // means "more than any file holds".
-  const int64_t max = std::numeric_limits<int64_t>::max();
-  int64_t total = 0;
-  for (std::vector<int64_t> factors : std::vector<std::vector<int64_t>>{
-           {4, layers, d_model, d_ff}, {2, vocab, d_model}, {model_options().max_len, d_model}}) {
-    int64_t product = 1;
-    for (int64_t f : factors) {
-      if (__builtin_mul_overflow(product, f, &product)) return max;
-    }
-    if (__builtin_add_overflow(total, product, &total)) return max;
-  }
-  return total;
 }
 
 }  // namespace copy_task

@@ -2,13 +2,16 @@
 // each checkpoint's metadata, so `eval`, `decode` and `--resume` rebuild exactly the same setup.
 //   tiny      2 layers, d_model 32,  4 heads, ffn 64,   length 10, batch 80  (the reference setup)
 //   annotated 2 layers, d_model 512, 8 heads, ffn 2048, length 10, batch 80  (The Annotated
-//   Transformer) medium    4 layers, d_model 256, 8 heads, ffn 1024, length 64, batch 32
+//             Transformer)
+//   medium    4 layers, d_model 256, 8 heads, ffn 1024, length 64, batch 32
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "nn/nn.h"
+#include "nn/train/run_config.h"
 #include "tasks.h"
 
 namespace copy_task {
@@ -28,19 +31,30 @@ struct Config {
 
   static Config preset_named(const std::string& name);  // throws for an unknown preset
   sg::nn::TransformerOptions model_options() const;
-  void validate() const;  // clear errors for bad combinations (d_model % heads, lengths...)
+  // Clear errors for bad combinations (d_model % heads, lengths...) and for sizes beyond the
+  // bounds below: check_settings(), then check_bounds(). A checkpoint's config is compared with
+  // the tensors of its file between the two (read_checkpoint).
+  void validate() const;
+  void check_settings() const;
+  void check_bounds() const;
 
   // "key=value" pairs, for checkpoint metadata and the metrics JSON.
   std::map<std::string, std::string> to_map() const;
-  // Strict: every number and boolean parses in full, or the error names the key.
+  // Strict: every number and boolean parses in full, or the error names the key; then validate().
   static Config from_map(const std::map<std::string, std::string>& values);
+  // The same without validate(), for a checkpoint whose sizes are compared with its tensors.
+  static Config parse_map(const std::map<std::string, std::string>& values);
+  // Each key of to_map() with its flag, and whether --resume may change it (--steps and the
+  // evaluation and checkpoint cadence may; the model, the task, the data and the recipe may not).
+  // All but "preset", a name only: the sizes it stands for are compared one by one.
+  static const std::vector<sg::train::ConfigField>& fields();
 
-  // A lower bound on the values in the model's state (parameters and buffers), computed without
-  // building it: a checkpoint holding fewer cannot be this model, and is refused before a config
-  // such as layers=1000000000 allocates anything.
-  int64_t min_state_values() const;
-
-  static constexpr int64_t kMaxLength = 65536;
+  // Upper bounds, the same for the command line, validate() and a checkpoint's config: a model
+  // this program can train, never a size whose products overflow or whose allocation takes
+  // minutes before failing.
+  static constexpr int64_t kMaxLength = 65536, kMaxVocab = 1 << 20, kMaxBatch = 65536;
+  static constexpr int64_t kMaxLayers = 64, kMaxDModel = 16384, kMaxHeads = 256, kMaxFfn = 65536;
+  static constexpr int64_t kMaxSteps = 1'000'000'000, kMaxSamples = 10'000'000;
 };
 
 }  // namespace copy_task

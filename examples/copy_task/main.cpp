@@ -25,10 +25,12 @@
 #include "decoding.h"
 #include "distributed_training.h"
 #include "nn/capture_compare.h"
-#include "plots.h"
+#include "nn/train/cli.h"
+#include "nn/train/metrics_log.h"
 #include "trainer.h"
 
 using namespace copy_task;
+using sg::train::integer_in;
 
 namespace {
 
@@ -44,28 +46,37 @@ struct Overrides {
   void add_to(CLI::App& app) {
     app.add_option("--task", task, "copy | reverse | sort")
         ->check(CLI::IsMember({"copy", "reverse", "sort"}));
-    app.add_option("--vocab", vocab, "vocabulary size (0 = pad, 1 = start)");
+    app.add_option("--vocab", vocab, "vocabulary size (0 = pad, 1 = start)")
+        ->check(integer_in(3, Config::kMaxVocab));
+    // (--length and --min-len are checked by Config::validate(), which names both.)
     app.add_option("--length", length, "sequence length, start symbol included");
     app.add_option("--min-len", min_len,
                    "shortest sequence (< length gives padded, variable lengths)");
-    app.add_option("--batch", batch, "sequences per step");
-    app.add_option("--layers", layers, "encoder and decoder layers");
-    app.add_option("--d-model", d_model, "model width");
-    app.add_option("--heads", heads, "attention heads");
-    app.add_option("--ffn", d_ff, "feed-forward width");
+    app.add_option("--batch", batch, "sequences per step")->check(integer_in(1, Config::kMaxBatch));
+    app.add_option("--layers", layers, "encoder and decoder layers")
+        ->check(integer_in(1, Config::kMaxLayers));
+    app.add_option("--d-model", d_model, "model width")->check(integer_in(1, Config::kMaxDModel));
+    app.add_option("--heads", heads, "attention heads")->check(integer_in(1, Config::kMaxHeads));
+    app.add_option("--ffn", d_ff, "feed-forward width")->check(integer_in(1, Config::kMaxFfn));
     app.add_option("--dropout", dropout, "dropout probability");
     app.add_flag("--norm-first", norm_first, "pre-LN layers instead of post-LN");
     app.add_option("--positional", positional, "sinusoidal | learned")
         ->check(CLI::IsMember({"sinusoidal", "learned"}));
-    app.add_option("--steps", steps, "training steps");
-    app.add_option("--warmup", warmup, "Noam warm-up steps");
+    app.add_option("--steps", steps, "training steps (may change on --resume)")
+        ->check(integer_in(0, Config::kMaxSteps));
+    app.add_option("--warmup", warmup, "Noam warm-up steps")
+        ->check(integer_in(1, Config::kMaxSteps));
     app.add_option("--lr-factor", lr_factor, "Noam factor");
     app.add_option("--label-smoothing", label_smoothing, "label smoothing");
-    app.add_option("--eval-every", eval_every, "steps between held-out evaluations");
-    app.add_option("--eval-samples", eval_samples, "sequences per evaluation");
-    app.add_option("--final-samples", final_samples, "sequences for the final evaluation");
+    app.add_option("--eval-every", eval_every, "steps between held-out evaluations")
+        ->check(integer_in(1, Config::kMaxSteps));
+    app.add_option("--eval-samples", eval_samples, "sequences per evaluation")
+        ->check(integer_in(1, Config::kMaxSamples));
+    app.add_option("--final-samples", final_samples, "sequences for the final evaluation")
+        ->check(integer_in(1, Config::kMaxSamples));
     app.add_option("--checkpoint-every", checkpoint_every,
-                   "steps between checkpoints (0 = end only)");
+                   "steps between checkpoints (0 = end only)")
+        ->check(integer_in(0, Config::kMaxSteps));
     app.add_option("--seed", seed, "random seed");
   }
 
@@ -90,10 +101,6 @@ std::string join(const std::vector<int64_t>& tokens) {
   std::string s;
   for (size_t i = 0; i < tokens.size(); ++i) s += (i ? " " : "") + std::to_string(tokens[i]);
   return s;
-}
-
-void write_metrics(const std::string& path, const nlohmann::json& j) {
-  if (!path.empty()) sg::examples::write_file_atomically(path, j.dump(2) + "\n");
 }
 
 int run_train(const Config& config, const TrainOptions& options) {
@@ -158,10 +165,10 @@ int run_eval(const std::string& checkpoint, int64_t samples, uint64_t seed,
   EvalResult e = evaluate(*loaded.model, gen, samples);
   fmt::print("{} on {} fresh '{}' sequences: exact match {:.2f}%, token accuracy {:.2f}%\n",
              checkpoint, samples, task_name(c.task), 100 * e.exact_match, 100 * e.token_accuracy);
-  write_metrics(metrics, {{"config", c.to_map()},
-                          {"exact_match", e.exact_match},
-                          {"token_accuracy", e.token_accuracy},
-                          {"samples", samples}});
+  sg::train::write_json_file(metrics, {{"config", c.to_map()},
+                                       {"exact_match", e.exact_match},
+                                       {"token_accuracy", e.token_accuracy},
+                                       {"samples", samples}});
   return 0;
 }
 
@@ -248,7 +255,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
   overrides.add_to(*train_cmd);
   train_cmd->add_option("--out", options.out_dir, "directory for checkpoints and pictures");
-  train_cmd->add_flag("--resume", options.resume, "continue from <out>/last.safetensors");
+  train_cmd->add_flag("--resume", options.resume,
+                      "continue from <out>/last.safetensors, with the same configuration (only "
+                      "--steps, --eval-every, --eval-samples, --final-samples and "
+                      "--checkpoint-every may change)");
   train_cmd->add_flag("--overwrite", options.overwrite,
                       "replace the run already in <out> (without it, or --resume, it is refused)");
   train_cmd->add_flag("--quiet", options.quiet, "no progress output");
@@ -297,7 +307,7 @@ int main(int argc, char** argv) {
       ->required();
   capture_cmd->add_flag("--init", init,
                         "first write the untrained model of --preset and the flags below (seeded "
-                        "with --seed, as train starts) to --checkpoint");
+                        "with --seed, as train starts) to --checkpoint, a new file");
   capture_cmd->add_option("--preset", capture_preset, "with --init: tiny | annotated | medium")
       ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
   capture_overrides.add_to(*capture_cmd);

@@ -1,47 +1,30 @@
 #include "trainer.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "decoding.h"
 #include "distributed_training.h"
-#include "plots.h"
-#include "progress.h"
+#include "nn/atomic_file.h"
+#include "nn/train/line_chart.h"
+#include "nn/train/metrics_log.h"
+#include "nn/train/progress.h"
 #include "run_state.h"
 
 namespace copy_task {
 
 namespace fs = std::filesystem;
 using sg::Tensor;
-using Json = nlohmann::json;
-using sg::examples::line_chart;
-using sg::examples::Progress;
-using sg::examples::Series;
-using sg::examples::StepStats;
-using sg::examples::write_file_atomically;
 
 namespace {
 
 // Data and evaluation streams get seeds of their own, derived from the run's seed, so that
 // held-out sequences never come from the training stream.
 constexpr uint64_t kTrainStream = 0x1000, kEvalStream = 0x2000, kFinalStream = 0x3000;
-
-double noam_lr(const Config& c, int64_t step) {
-  // lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): linear warm-up, then 1/√step.
-  double s = static_cast<double>(std::max<int64_t>(step, 1));
-  return c.lr_factor * std::pow(static_cast<double>(c.d_model), -0.5) *
-         std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(c.warmup), -1.5));
-}
 
 // Teacher forcing: the decoder sees tgt[:, :-1] and learns to predict tgt[:, 1:].
 struct StepResult {
@@ -89,38 +72,12 @@ StepResult forward_batch(sg::nn::Transformer& model, const Batch& batch, const C
   return {loss, sg::stack({right.sum(), real.sum()})};
 }
 
-void write_plots(const History& h, const std::string& dir) {
-  write_file_atomically(dir + "/loss.svg",
-                        line_chart("Training loss", "step", "cross-entropy",
-                                   {{"train loss", h.steps, h.losses, "#d62728"}}, true));
-  write_file_atomically(dir + "/accuracy.svg",
-                        line_chart("Held-out accuracy (greedy decoding)", "step", "fraction",
-                                   {{"exact match", h.eval_steps, h.exact, "#1f77b4"},
-                                    {"token accuracy", h.eval_steps, h.token_acc, "#2ca02c"}}));
-}
-
-// Appends one line, checking every write and the close; a failed write is cut off again, so the
-// file never ends in half a line. O_NONBLOCK: a FIFO without a reader is an error, not a hang.
-void append_jsonl(const std::string& path, const Json& line) {
-  if (path.empty()) return;
-  const std::string text = line.dump() + "\n";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
-  SG_CHECK(fd >= 0, "--log-jsonl: cannot open {}: {}", path, std::strerror(errno));
-  struct stat info {};
-  const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
-  for (size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : EIO;
-      if (regular && ::ftruncate(fd, info.st_size) != 0) { /* the error below says enough */
-      }
-      ::close(fd);
-      SG_FAIL("--log-jsonl: cannot write {}: {}", path, std::strerror(error));
-    }
-    done += static_cast<size_t>(n);
-  }
-  SG_CHECK(::close(fd) == 0, "--log-jsonl: cannot write {}: {}", path, std::strerror(errno));
+void write_plots(const sg::train::History& h, const std::string& dir) {
+  sg::nn::write_file_atomically(dir + "/loss.svg", sg::train::loss_chart(h.losses));
+  sg::nn::write_file_atomically(
+      dir + "/accuracy.svg",
+      sg::train::evaluation_chart(h, "Held-out accuracy (greedy decoding)", "fraction",
+                                  {{"exact", "exact match"}, {"token_acc", "token accuracy"}}));
 }
 
 }  // namespace
@@ -186,16 +143,20 @@ LoadedModel load_checkpoint(const std::string& path) {
   CheckpointFile file = read_checkpoint(path);
   LoadedModel loaded{file.config, nullptr};
   loaded.model = std::make_shared<sg::nn::Transformer>(loaded.config.model_options());
-  sg::nn::load(*loaded.model, file.model, path);
+  sg::train::restore(file.checkpoint, *loaded.model, nullptr);
   loaded.model->eval();
   return loaded;
 }
 
 void save_initial_checkpoint(const std::string& path, const Config& config) {
+  SG_CHECK(!fs::exists(path),
+           "capture --init: {} already exists; --init writes a fresh, untrained model there, so it "
+           "must be a new file (a trained model is never replaced)",
+           path);
   config.validate();
   sg::manual_seed(config.seed);  // as train() does before building its model
   sg::nn::Transformer model(config.model_options());
-  sg::nn::save_safetensors(path, model.state_dict(), metadata_for(config, RunState{}));
+  sg::train::save_checkpoint(path, model, nullptr, metadata_for(config, RunState{}));
 }
 
 TrainSummary train(const Config& config, const TrainOptions& options) {
@@ -208,27 +169,29 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   // Steps between reads of the loss and accuracy: 1 on the CPU (reading costs nothing there), 25
   // on a GPU (the host queues 25 steps ahead without waiting).
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);
-  const RunFiles files(options.out_dir);
-  prepare_out_dir(options, files);
+  const sg::train::RunDirectory run(options.out_dir);
+  run.prepare(options.resume, options.overwrite);
 
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
   model->to(device);  // before the optimizer: its state is made next to the parameters
+  // lr 1: the Noam schedule below gives the rate itself (it scales this base lr).
   sg::optim::Adam optimizer(
       model->parameters(),
-      sg::optim::AdamOptions{
-          .lr = noam_lr(config, 1), .betas = {config.beta1, config.beta2}, .eps = config.eps});
+      sg::optim::AdamOptions{.lr = 1.0, .betas = {config.beta1, config.beta2}, .eps = config.eps});
   TaskGenerator data(config.task, config.vocab, config.min_len, config.length,
                      config.seed ^ kTrainStream);
   TaskGenerator held_out(config.task, config.vocab, config.min_len, config.length,
                          config.seed ^ kEvalStream);
   RunState state;
   if (options.resume) {
-    state = resume_from(files, config, *model, optimizer);
+    state = resume_from(run, config, *model, optimizer);
     data.set_state(state.data_rng);
     held_out.set_state(state.eval_rng);
     sg::default_generator().set_state(state.global_rng);
   }
+  // The lr of the next update, from the optimizer's step count (restored by a resume).
+  sg::optim::NoamLR schedule(optimizer, config.d_model, config.warmup, config.lr_factor);
   model->train();
   // With --distributed: rank 0's parameters go to every rank, gradients are averaged in backward,
   // and each rank takes its rows of every global batch. Alone: one rank, the whole batch.
@@ -236,19 +199,17 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   const bool writer = ranks.rank() == 0;  // the one rank that prints and writes files
   const bool quiet = options.quiet || !writer;
 
-  Progress progress(state.step, config.steps, !quiet && Progress::stderr_is_terminal(),
-                    config.eval_every);
+  sg::train::Progress progress({.first_step = state.step,
+                                .total_steps = config.steps,
+                                .interactive = !quiet && sg::train::Progress::stderr_is_terminal(),
+                                .print_every = config.eval_every});
   std::vector<double> step_ms;
   double final_loss = state.history.losses.empty() ? 0 : state.history.losses.back();
   auto save_last = [&] {
     state.data_rng = data.state();
     state.eval_rng = held_out.state();
     state.global_rng = sg::default_generator().state();
-    if (!writer) return;
-    sg::nn::NamedTensors unit = model->state_dict();
-    for (const auto& [name, t] : optimizer.state()) unit.emplace_back(kOptimizerPrefix + name, t);
-    sg::nn::save_safetensors(files.last, unit, metadata_for(config, state));
-    fs::remove(files.legacy_optim);  // an older version's optimizer file, superseded now
+    if (writer) run.save_last(*model, optimizer, metadata_for(config, state));
   };
 
   // Each step's loss and accuracy counts stay on the device as [loss, right, real] (float64:
@@ -285,7 +246,6 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                pending[i].step, final_loss);
       double token_accuracy = values[3 * i + 1] / std::max(1.0, values[3 * i + 2]);
       step_ms.push_back(window_ms / static_cast<double>(pending.size()));
-      state.history.steps.push_back(static_cast<double>(pending[i].step));
       state.history.losses.push_back(final_loss);
       if (!quiet) progress.update({pending[i].step, final_loss, token_accuracy, pending[i].lr});
     }
@@ -296,7 +256,6 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   while (state.step < config.steps) {
     if (pending.empty()) window_start = std::chrono::steady_clock::now();
     ++state.step;
-    optimizer.set_lr(noam_lr(config, state.step));
     // First: set_to_none, so last step's gradients are freed before this forward (lower peak).
     optimizer.zero_grad();
     StepResult r =
@@ -319,9 +278,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
 
     if (eval_now && writer) {
       EvalResult e = evaluate(*model, held_out, config.eval_samples);
-      state.history.eval_steps.push_back(static_cast<double>(state.step));
-      state.history.exact.push_back(e.exact_match);
-      state.history.token_acc.push_back(e.token_accuracy);
+      state.history.add_evaluation(state.step,
+                                   {{"exact", e.exact_match}, {"token_acc", e.token_accuracy}});
       if (e.exact_match >= 1.0 && !state.first_perfect) state.first_perfect = state.step;
       bool best = e.exact_match >= state.best_exact;
       if (best) {
@@ -333,19 +291,22 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
             "step {:>5}  held-out exact match {:6.2f}%  token accuracy {:6.2f}%{}", state.step,
             100 * e.exact_match, 100 * e.token_accuracy, best ? "  (best so far: saved)" : ""));
       }
-      append_jsonl(options.log_jsonl, {{"step", state.step},
-                                       {"loss", final_loss},
-                                       {"exact_match", e.exact_match},
-                                       {"token_accuracy", e.token_accuracy},
-                                       {"lr", optimizer.lr()}});
+      sg::train::append_json_line(options.log_jsonl,
+                                  {{"step", state.step},
+                                   {"loss", final_loss},
+                                   {"exact_match", e.exact_match},
+                                   {"token_accuracy", e.token_accuracy},
+                                   {"lr", optimizer.lr()}},
+                                  "--log-jsonl");
       if (best) {
-        const auto bad = first_non_finite(model->state_dict());
+        const auto bad = sg::train::first_non_finite(model->state_dict());
         SG_CHECK(!bad, "step {}: the model's tensor '{}' holds infinities or NaNs; not saving it",
                  state.step, bad.value_or(""));
-        sg::nn::save(*model, files.best, metadata_for(config, state));
+        sg::train::save_checkpoint(run.best(), *model, nullptr, metadata_for(config, state));
       }
     }
     if (checkpoint_now) save_last();
+    schedule.step();  // the lr of the next update
   }
   sync();  // nothing is pending here (the last step evaluates), but never lose a step
   progress.finish();
@@ -372,17 +333,15 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   summary.first_perfect_step = state.first_perfect;
   summary.best_step = state.best_step;
   // The model the user gets is the saved one: evaluate it on fresh sequences it never saw.
-  if (fs::exists(files.best)) {
-    LoadedModel saved = load_checkpoint(files.best);
+  if (fs::exists(run.best())) {
+    LoadedModel saved = load_checkpoint(run.best());
     saved.model->to(device);
     TaskGenerator final_gen(config.task, config.vocab, config.min_len, config.length,
                             config.seed ^ kFinalStream);
     summary.final_eval = evaluate(*saved.model, final_gen, config.final_samples);
   }
   summary.best_eval.exact_match = state.best_exact;
-  if (!options.metrics_json.empty()) {
-    write_file_atomically(options.metrics_json, metrics_json(config, summary).dump(2) + "\n");
-  }
+  sg::train::write_json_file(options.metrics_json, metrics_json(config, summary));
   return summary;
 }
 

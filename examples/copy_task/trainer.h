@@ -1,12 +1,13 @@
 // Training and evaluation of the copy-task Transformer.
 //
 // One step: zero_grad, a fresh batch, teacher forcing (the decoder reads tgt[:, :-1] and must
-// predict tgt[:, 1:]), cross-entropy ignoring padding, Adam with the Noam learning-rate schedule.
-// The loss and token accuracy stay on the device and are read back every sync_every steps.
-// Every eval_every steps the model greedily decodes fresh held-out sequences; the checkpoint with
-// the best held-out exact match is kept as model.safetensors (post-LN training is spiky, so the
-// last step is not always the best one), and last.safetensors holds the latest state for --resume:
-// the model, the optimizer (tensors named "optimizer.*") and the run's counters, in one file.
+// predict tgt[:, 1:]), cross-entropy ignoring padding, Adam with the Noam learning-rate schedule
+// (sg::optim::NoamLR). The loss and token accuracy stay on the device and are read back every
+// sync_every steps. Every eval_every steps the model greedily decodes fresh held-out sequences;
+// the checkpoint with the best held-out exact match is kept as model.safetensors (post-LN training
+// is spiky, so the last step is not always the best one), and last.safetensors holds the latest
+// state for --resume: the model, the optimizer (tensors named "optimizer.*") and the run's
+// counters, in one file (sg::train::RunDirectory).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -79,7 +80,8 @@ struct LoadedModel {
 LoadedModel load_checkpoint(const std::string& path);
 
 // Writes the model `train` would start from (seeded with config.seed) as a step-0 checkpoint:
-// eval, decode and capture read it like any other.
+// eval, decode and capture read it like any other. Refuses a path that exists (a trained model
+// must never be replaced by an untrained one).
 void save_initial_checkpoint(const std::string& path, const Config& config);
 
 }  // namespace copy_task

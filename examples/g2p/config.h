@@ -2,12 +2,14 @@
 // checkpoint's metadata (to_map, from_map).
 #pragma once
 
-#include <charconv>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/nn.h"
+#include "nn/train/run_config.h"
 
 namespace g2p {
 
@@ -18,9 +20,9 @@ struct Config {
   int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512;
   double dropout = 0.1, label_smoothing = 0.1, lr_factor = 1.0;
   int64_t steps = 35000, warmup = 1000, max_tokens = 2000;
-  // "noam": factor · d_model^-0.5 · min(s^-0.5, s · warmup^-1.5), the paper's, no end in sight.
-  // "cosine": a linear rise to `lr` over warmup steps, then a half cosine down to 0 at `steps`,
-  // for a run whose length is fixed in advance.
+  // "noam": factor · d_model^-0.5 · min(s^-0.5, s · warmup^-1.5), the paper's, no end in sight
+  // (sg::optim::NoamLR). "cosine": a linear rise to `lr` over warmup steps, then a half cosine
+  // down to 0 at `steps`, for a run whose length is fixed in advance (sg::optim::WarmupCosineLR).
   std::string schedule = "cosine";
   double lr = 2e-3;         // the peak of "cosine"
   bool norm_first = false;  // false: post-LN (the paper); true: pre-LN
@@ -29,24 +31,24 @@ struct Config {
   // Only the first this many training words (0 = all): for tests and quick looks.
   int64_t train_words = 0;
 
+  // Clear errors for bad combinations and for sizes beyond the bounds below.
   void validate() const;
   sg::nn::TransformerOptions model_options(int64_t letters, int64_t phonemes) const;
   std::map<std::string, std::string> to_map() const;
+  // Strict: every number and boolean parses in full, or the error names the key; then validate(),
+  // so a checkpoint's config has the bounds a command line has.
   static Config from_map(const std::map<std::string, std::string>& values);
+  // Each key of to_map() with its flag, and whether --resume may change it.
+  static const std::vector<sg::train::ConfigField>& fields();
+
+  // The optimizer's base lr (1 for noam, whose schedule gives the rate; lr for cosine) and the
+  // schedule that scales it, from the optimizer's step count.
+  double base_lr() const { return schedule == "noam" ? 1.0 : lr; }
+  std::unique_ptr<sg::optim::LRScheduler> make_schedule(sg::optim::Optimizer& optimizer) const;
+
+  // Upper bounds, the same for the command line, validate() and a checkpoint's config.
+  static constexpr int64_t kMaxDModel = 4096, kMaxHeads = 256, kMaxLayers = 64, kMaxFfn = 65536;
+  static constexpr int64_t kMaxSteps = 1'000'000'000, kMaxTokens = 1'000'000;
 };
-
-// The lr of update number `step` (1 for the first) under config.schedule.
-double learning_rate(const Config& config, int64_t step);
-
-// `text` as a number of type T, all of it, or an error naming `what` (a config key, a metadata
-// key).
-template <typename T>
-T parse_number(const std::string& text, const std::string& what) {
-  T value{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  SG_CHECK(!text.empty() && ec == std::errc() && end == text.data() + text.size(),
-           "g2p: '{}' = '{}' is not a valid number", what, text.substr(0, 80));
-  return value;
-}
 
 }  // namespace g2p

@@ -8,11 +8,44 @@ namespace g2p {
 
 using sg::data::Vocabulary;
 
+std::optional<std::string> check_word(const std::string& word) {
+  for (unsigned char c : word) {
+    if (c < 0x21 || c > 0x7e) {
+      return fmt::format(
+          "the word '{}' has the byte 0x{:02x}, outside printable ASCII (the letters of a word "
+          "are single ASCII characters: remove or transliterate it)",
+          word, c);
+    }
+  }
+  if (word.size() > kMaxLetters) {
+    return fmt::format("the word '{}...' has {} letters; at most {} fit the model",
+                       word.substr(0, 20), word.size(), kMaxLetters);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> unspellable(const std::string& word, const Vocabulary& letters) {
+  if (auto why = check_word(word)) return why;
+  for (const std::string& letter : sg::data::letters_of(word)) {
+    if (!letters.contains(letter)) {
+      return fmt::format("its letter '{}' is not in the model's alphabet (training never saw it)",
+                         letter);
+    }
+  }
+  return std::nullopt;
+}
+
 Dataset load_dataset(const std::string& dict_path) {
   std::vector<sg::data::Pronunciation> entries = sg::data::read_cmudict(dict_path);
   std::vector<Word> words;
   std::unordered_map<std::string, size_t> index;
   for (auto& e : entries) {
+    // Found here, with the line, rather than at the first checkpoint (a letter that is not UTF-8
+    // text) or mid-run (a word longer than the model's positions).
+    if (auto why = check_word(e.word)) SG_FAIL("g2p: {}:{}: {}", dict_path, e.line, *why);
+    SG_CHECK(e.phonemes.size() <= kMaxPhonemes,
+             "g2p: {}:{}: the pronunciation of '{}' has {} phonemes; at most {} fit the model",
+             dict_path, e.line, e.word, e.phonemes.size(), kMaxPhonemes);
     auto [it, inserted] = index.emplace(e.word, words.size());
     if (inserted) words.push_back({e.word, {}});
     words[it->second].pronunciations.push_back(std::move(e.phonemes));

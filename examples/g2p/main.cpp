@@ -10,11 +10,15 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
-#include "plots.h"
+#include "nn/train/cli.h"
+#include "nn/train/metrics_log.h"
 #include "trainer.h"
 
 using namespace g2p;
+using sg::train::integer_in;
 
 namespace {
 
@@ -47,7 +51,7 @@ int run_train(const Config& config, const TrainOptions& options, const std::stri
       j["evals"].push_back(
           {{"step", e.step}, {"dev_wer", e.wer}, {"dev_per", e.per}, {"wall_seconds", e.seconds}});
     }
-    sg::examples::write_file_atomically(metrics, j.dump(2) + "\n");
+    sg::train::write_json_file(metrics, j);
   }
   return 0;
 }
@@ -71,7 +75,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
     std::vector<std::string> spellings;
     for (size_t i = first; i < std::min(words.size(), first + 64); ++i)
       spellings.push_back(words[i].spelling);
-    auto predicted = model.pronounce(spellings, beam);
+    auto predicted = pronounce_in_batches(model, spellings, beam);
     for (size_t i = 0; i < predicted.size() && shown < errors; ++i) {
       const auto& refs = words[first + i].pronunciations;
       if (std::find(refs.begin(), refs.end(), predicted[i]) != refs.end()) continue;
@@ -93,12 +97,27 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
     }
   }
   SG_CHECK(!words.empty(), "pronounce: no words given (as arguments or on stdin)");
-  for (auto& w : words) w = normalize_word(w);
-  auto predicted = model.pronounce(words, beam);
-  for (size_t i = 0; i < words.size(); ++i)
-    fmt::print("{}  {}\n", words[i], fmt::join(predicted[i], " "));
-  if (!attention.empty()) write_attention_heatmap(model, words[0], attention);
-  return 0;
+  // A word the model cannot spell is reported and left out; the others are still pronounced, in
+  // batches as eval decodes (all of them at once would hold every beam of every word in memory).
+  std::vector<std::string> spellable;
+  std::vector<std::optional<std::string>> problems;
+  for (auto& w : words) {
+    w = normalize_word(w);
+    problems.push_back(unspellable(w, model.letters));
+    if (problems.back()) {
+      fmt::print(stderr, "g2p pronounce: cannot pronounce '{}': {}\n", w, *problems.back());
+    } else {
+      spellable.push_back(w);
+    }
+  }
+  const auto predicted = pronounce_in_batches(model, spellable, beam);
+  for (size_t i = 0, next = 0; i < words.size(); ++i) {
+    if (!problems[i]) fmt::print("{}  {}\n", words[i], fmt::join(predicted[next++], " "));
+  }
+  if (!attention.empty() && !spellable.empty()) {
+    write_attention_heatmap(model, spellable[0], attention);
+  }
+  return spellable.size() == words.size() ? 0 : 1;
 }
 
 }  // namespace
@@ -114,10 +133,14 @@ int main(int argc, char** argv) {
   auto* train_cmd = app.add_subcommand("train", "train a model on the dictionary's train split");
   train_cmd->add_option("--data", config.data, "cmudict.dict (scripts/get_cmudict.sh)");
   train_cmd->add_option("--out", options.out_dir, "run directory");
-  train_cmd->add_option("--d-model", config.d_model, "model width");
-  train_cmd->add_option("--heads", config.heads, "attention heads");
-  train_cmd->add_option("--layers", config.layers, "encoder and decoder layers");
-  train_cmd->add_option("--ffn", config.d_ff, "feed-forward width");
+  train_cmd->add_option("--d-model", config.d_model, "model width")
+      ->check(integer_in(1, Config::kMaxDModel));
+  train_cmd->add_option("--heads", config.heads, "attention heads")
+      ->check(integer_in(1, Config::kMaxHeads));
+  train_cmd->add_option("--layers", config.layers, "encoder and decoder layers")
+      ->check(integer_in(1, Config::kMaxLayers));
+  train_cmd->add_option("--ffn", config.d_ff, "feed-forward width")
+      ->check(integer_in(1, Config::kMaxFfn));
   train_cmd->add_option("--dropout", config.dropout, "dropout probability");
   train_cmd->add_option("--label-smoothing", config.label_smoothing, "label smoothing");
   train_cmd->add_option("--lr-factor", config.lr_factor, "factor of --schedule noam");
@@ -126,19 +149,33 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--lr", config.lr, "peak learning rate of --schedule cosine");
   train_cmd->add_flag("--norm-first", config.norm_first,
                       "layer norm before each sublayer (pre-LN) instead of after (post-LN)");
-  train_cmd->add_option("--steps", config.steps, "training steps");
-  train_cmd->add_option("--warmup", config.warmup, "warm-up steps");
-  train_cmd->add_option("--max-tokens", config.max_tokens, "padded tokens per batch");
-  train_cmd->add_option("--eval-every", config.eval_every, "steps between dev evaluations");
-  train_cmd->add_option("--dev-words", config.dev_words, "dev words per evaluation (0 = all)");
-  train_cmd->add_option("--checkpoint-every", config.checkpoint_every,
-                        "steps between checkpoints (0 = end only)");
-  train_cmd->add_option("--train-words", config.train_words,
-                        "use only the first N training words (0 = all)");
+  train_cmd->add_option("--steps", config.steps, "training steps (may change on --resume)")
+      ->check(integer_in(1, Config::kMaxSteps));
+  train_cmd->add_option("--warmup", config.warmup, "warm-up steps")
+      ->check(integer_in(1, Config::kMaxSteps));
+  train_cmd->add_option("--max-tokens", config.max_tokens, "padded tokens per batch")
+      ->check(integer_in(1, Config::kMaxTokens));
+  train_cmd->add_option("--eval-every", config.eval_every, "steps between dev evaluations")
+      ->check(integer_in(1, Config::kMaxSteps));
+  train_cmd->add_option("--dev-words", config.dev_words, "dev words per evaluation (0 = all)")
+      ->check(integer_in(0, Config::kMaxSteps));
+  train_cmd
+      ->add_option("--checkpoint-every", config.checkpoint_every,
+                   "steps between checkpoints (0 = end only)")
+      ->check(integer_in(0, Config::kMaxSteps));
+  train_cmd
+      ->add_option("--train-words", config.train_words,
+                   "use only the first N training words (0 = all)")
+      ->check(integer_in(0, Config::kMaxSteps));
   train_cmd->add_option("--seed", config.seed, "random seed");
-  train_cmd->add_option("--stop-after", options.stop_after,
-                        "stop at this step (resume later with --resume)");
-  train_cmd->add_flag("--resume", options.resume, "continue the run in --out");
+  train_cmd
+      ->add_option("--stop-after", options.stop_after,
+                   "stop at this step (resume later with --resume)")
+      ->check(integer_in(0, Config::kMaxSteps));
+  train_cmd->add_flag("--resume", options.resume,
+                      "continue the run in --out, with the same configuration (only --steps, "
+                      "--eval-every, --dev-words, --checkpoint-every and --train-words may "
+                      "change)");
   train_cmd->add_flag("--overwrite", options.overwrite, "replace the run in --out");
   train_cmd->add_flag("--quiet", options.quiet, "no progress output");
   train_cmd->add_option("--metrics-json", metrics, "write the final metrics here");

@@ -1,42 +1,21 @@
 // A G2P run's state on disk, apart from the training loop (trainer.cpp): what --resume restores
 // besides the weights and the optimizer (RunState, in the checkpoint's metadata with the config
-// and the vocabularies), and reading a checkpoint back, checked.
+// and the vocabularies), and reading a checkpoint back, checked. The run directory, the one-file
+// checkpoint and the metadata codec are the library's (nn/train/).
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
+#include "nn/train/checkpoint.h"
+#include "nn/train/history.h"
 #include "trainer.h"
 
 namespace g2p {
 
-// In last.safetensors the optimizer's state sits beside the model's, under this prefix.
-inline constexpr const char* kOptimizerPrefix = "optimizer.";
-
-// The losses and dev evaluations so far, for the plots and the time to a dev WER.
-struct History {
-  std::vector<double> losses, eval_steps, dev_wer, dev_per;
-  // Wall seconds of training (evaluations included, resumed runs summed) at each evaluation, and
-  // in all at the last save: the time to reach a dev WER.
-  std::vector<double> eval_seconds;
-  double seconds = 0;
-  nlohmann::json to_json() const {
-    return {{"losses", losses},   {"eval_steps", eval_steps},     {"dev_wer", dev_wer},
-            {"dev_per", dev_per}, {"eval_seconds", eval_seconds}, {"seconds", seconds}};
-  }
-  static History from_json(const nlohmann::json& j) {
-    History h;
-    j.at("losses").get_to(h.losses), j.at("eval_steps").get_to(h.eval_steps);
-    j.at("dev_wer").get_to(h.dev_wer), j.at("dev_per").get_to(h.dev_per);
-    j.at("eval_seconds").get_to(h.eval_seconds), j.at("seconds").get_to(h.seconds);
-    return h;
-  }
-};
-
-// Everything --resume needs besides the weights and the optimizer.
+// Everything --resume needs besides the weights and the optimizer. The history's evaluations
+// hold "dev_wer", "dev_per" and "eval_seconds" (wall seconds of training when each was taken:
+// the time to reach a dev WER); its total "seconds" is the training time at the last save.
 struct RunState {
   int64_t step = 0;
   sg::data::LoaderPosition loader;
@@ -45,21 +24,23 @@ struct RunState {
   int64_t best_step = 0;
   double best_per = 0;
   int64_t train_pairs = 0;  // the loader's examples: a resume on other data is refused
-  History history;
+  sg::train::History history;
 };
 
 // The checkpoint metadata of a run: its config, vocabularies and state.
 sg::nn::Metadata metadata_for(const Model& m, const RunState& s);
 
-// A checkpoint's contents: the model built and loaded, the run's state, the optimizer's state
-// (prefix removed; empty in model.safetensors).
+// A checkpoint's contents: the model built and loaded, the run's state, and the file (its
+// optimizer state; none in model.safetensors).
 struct CheckpointFile {
   Model model;
   RunState state;
-  sg::nn::NamedTensors optimizer;
+  sg::train::Checkpoint checkpoint;
 };
 
-// Reads a checkpoint, every metadata value checked, and builds its model.
+// Checks a checkpoint's metadata (every value parsed strictly, the config's sizes against the
+// tensors the file holds), then builds its model and loads it.
+CheckpointFile read_checkpoint(sg::train::Checkpoint checkpoint);
 CheckpointFile read_checkpoint(const std::string& path);
 
 }  // namespace g2p

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include <nlohmann/json.hpp>
-
-#include "plots.h"
-#include "progress.h"
+#include "nn/atomic_file.h"
+#include "nn/train/heatmap.h"
+#include "nn/train/line_chart.h"
+#include "nn/train/progress.h"
+#include "nn/train/run_directory.h"
 #include "run_state.h"
 
 namespace g2p {
@@ -16,22 +17,15 @@ namespace g2p {
 namespace fs = std::filesystem;
 using sg::Tensor;
 using sg::data::Vocabulary;
-using Json = nlohmann::json;
 
 namespace {
 
-void write_plots(const History& h, const std::string& dir) {
-  std::vector<double> steps(h.losses.size());
-  for (size_t i = 0; i < steps.size(); ++i) steps[i] = static_cast<double>(i + 1);
-  sg::examples::write_file_atomically(
-      dir + "/loss.svg",
-      sg::examples::line_chart("Training loss", "step", "cross-entropy",
-                               {{"train loss", steps, h.losses, "#d62728"}}, true));
-  sg::examples::write_file_atomically(
+void write_plots(const sg::train::History& h, const std::string& dir) {
+  sg::nn::write_file_atomically(dir + "/loss.svg", sg::train::loss_chart(h.losses));
+  sg::nn::write_file_atomically(
       dir + "/dev_error_rates.svg",
-      sg::examples::line_chart("Dev error rates (greedy decoding)", "step", "fraction",
-                               {{"WER", h.eval_steps, h.dev_wer, "#1f77b4"},
-                                {"PER", h.eval_steps, h.dev_per, "#2ca02c"}}));
+      sg::train::evaluation_chart(h, "Dev error rates (greedy decoding)", "fraction",
+                                  {{"dev_wer", "WER"}, {"dev_per", "PER"}}));
 }
 
 }  // namespace
@@ -61,24 +55,35 @@ Model load_model(const std::string& checkpoint) {
   return m;
 }
 
+std::vector<std::vector<std::string>> pronounce_in_batches(const Model& model,
+                                                           const std::vector<std::string>& words,
+                                                           int64_t beam_size, size_t batch) {
+  SG_CHECK(batch > 0, "pronounce_in_batches: batch must be positive");
+  std::vector<std::vector<std::string>> out;
+  for (size_t first = 0; first < words.size(); first += batch) {
+    const auto last =
+        words.begin() + static_cast<std::ptrdiff_t>(std::min(words.size(), first + batch));
+    auto predicted =
+        model.pronounce({words.begin() + static_cast<std::ptrdiff_t>(first), last}, beam_size);
+    for (auto& p : predicted) out.push_back(std::move(p));
+  }
+  return out;
+}
+
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
                     int64_t limit) {
   const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
   sg::data::ErrorRates rates, rates_without_stress;
-  constexpr size_t kBatch = 128;
-  for (size_t first = 0; first < n; first += kBatch) {
-    std::vector<std::string> spellings;
-    for (size_t i = first; i < std::min(n, first + kBatch); ++i)
-      spellings.push_back(words[i].spelling);
-    auto predicted = model.pronounce(spellings, beam_size);
-    for (size_t i = 0; i < predicted.size(); ++i) {
-      const auto& references = words[first + i].pronunciations;
-      rates.add(predicted[i], references);
-      std::vector<std::vector<std::string>> references_without_stress;
-      for (const auto& r : references)
-        references_without_stress.push_back(sg::data::without_stress(r));
-      rates_without_stress.add(sg::data::without_stress(predicted[i]), references_without_stress);
-    }
+  std::vector<std::string> spellings;
+  for (size_t i = 0; i < n; ++i) spellings.push_back(words[i].spelling);
+  const auto predicted = pronounce_in_batches(model, spellings, beam_size);
+  for (size_t i = 0; i < predicted.size(); ++i) {
+    const auto& references = words[i].pronunciations;
+    rates.add(predicted[i], references);
+    std::vector<std::vector<std::string>> references_without_stress;
+    for (const auto& r : references)
+      references_without_stress.push_back(sg::data::without_stress(r));
+    rates_without_stress.add(sg::data::without_stress(predicted[i]), references_without_stress);
   }
   return {.wer = rates.wer(),
           .per = rates.per(),
@@ -101,37 +106,20 @@ void write_attention_heatmap(const Model& model, const std::string& word, const 
   model.transformer->forward(src, tgt);
   const auto& layers = model.transformer->decoder->layers;
   auto last = layers->at<sg::nn::DecoderLayer>(layers->size() - 1);
-  Tensor weights = last->last_cross_attention.mean(1).select(0, 0);  // [T, S]
-  std::vector<double> w = weights.to_vector<double>();
-  const int64_t T = weights.size(0), S = weights.size(1);
-  sg::examples::Heatmap map;
-  map.title = fmt::format("\"{}\" -> {}", spelling, fmt::join(predicted, " "));
-  map.col_labels = sg::data::letters_of(spelling);
-  map.row_labels = predicted;
-  map.row_labels.push_back("<eos>");
-  for (int64_t t = 0; t < T; ++t)
-    map.values.emplace_back(w.begin() + t * S, w.begin() + (t + 1) * S);
-  sg::examples::write_file_atomically(
-      path, sg::examples::heatmap_grid("Cross-attention (last layer)", {map}, 1, "letters",
-                                       "predicted phoneme"));
+  Tensor weights = last->last_cross_attention.mean(1);  // [1, T, S], the heads' mean
+  std::vector<std::string> rows = predicted;
+  rows.push_back("<eos>");
+  const auto maps = sg::train::heatmaps_of(
+      weights, {fmt::format("\"{}\" -> {}", spelling, fmt::join(predicted, " "))}, rows,
+      sg::data::letters_of(spelling));
+  sg::nn::write_file_atomically(path, sg::train::heatmap_grid("Cross-attention (last layer)", maps,
+                                                              1, "letters", "predicted phoneme"));
 }
 
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
-  SG_CHECK(!(options.resume && options.overwrite), "--resume and --overwrite exclude each other");
-  const std::string last_path = options.out_dir + "/last.safetensors";
-  const std::string best_path = options.out_dir + "/model.safetensors";
-  fs::create_directories(options.out_dir);
-  if (!options.resume) {
-    for (const std::string& p : {last_path, best_path}) {
-      if (!fs::exists(p)) continue;
-      SG_CHECK(options.overwrite,
-               "{} already holds a run ({}): pass --resume to continue it or --overwrite to "
-               "start over",
-               options.out_dir, p);
-      fs::remove(p);
-    }
-  }
+  const sg::train::RunDirectory run(options.out_dir);
+  run.prepare(options.resume, options.overwrite);
 
   Dataset data = load_dataset(config.data);
   if (config.train_words > 0 && static_cast<size_t>(config.train_words) < data.train.size())
@@ -142,32 +130,30 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   Model model;
   model.config = config;
   RunState state;
-  std::unique_ptr<sg::optim::Adam> optimizer;
+  sg::train::Checkpoint last;
   if (options.resume) {
-    SG_CHECK(fs::exists(last_path), "--resume: no checkpoint at {}", last_path);
-    CheckpointFile c = read_checkpoint(last_path);
-    const auto wanted = config.model_options(c.model.letters.size(), c.model.phonemes.size());
-    SG_CHECK(c.model.transformer->options() == wanted,
-             "--resume: the checkpoint's model ({}) differs from the requested one ({})",
-             c.model.transformer->options().to_string(), wanted.to_string());
+    CheckpointFile c = read_checkpoint(run.read_last());
+    sg::train::check_resume(c.model.config.to_map(), config.to_map(), Config::fields(),
+                            c.checkpoint.path);
     model.letters = c.model.letters;
     model.phonemes = c.model.phonemes;
     model.transformer = c.model.transformer;
     state = c.state;
-    optimizer = std::make_unique<sg::optim::Adam>(
-        model.transformer->parameters(),
-        sg::optim::AdamOptions{.lr = learning_rate(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
-    optimizer->load_state(c.optimizer);
-    sg::default_generator().set_state(state.global_rng);
+    last = std::move(c.checkpoint);
   } else {
     model.letters = letter_vocabulary(data.train);
     model.phonemes = phoneme_vocabulary(data.train);
     model.transformer = std::make_shared<sg::nn::Transformer>(
         config.model_options(model.letters.size(), model.phonemes.size()));
-    optimizer = std::make_unique<sg::optim::Adam>(
-        model.transformer->parameters(),
-        sg::optim::AdamOptions{.lr = learning_rate(config, 1), .betas = {0.9, 0.98}, .eps = 1e-9});
   }
+  sg::optim::Adam optimizer(model.transformer->parameters(),
+                            {.lr = config.base_lr(), .betas = {0.9, 0.98}, .eps = 1e-9});
+  if (options.resume) {
+    sg::train::restore_optimizer(last, optimizer);  // the model was loaded by read_checkpoint
+    sg::default_generator().set_state(state.global_rng);
+  }
+  // The lr of the next update, from the optimizer's step count (restored by a resume).
+  const std::unique_ptr<sg::optim::LRScheduler> schedule = config.make_schedule(optimizer);
   std::vector<sg::data::SequencePair> pairs =
       training_pairs(data.train, model.letters, model.phonemes);
   SG_CHECK(!options.resume || state.train_pairs == static_cast<int64_t>(pairs.size()),
@@ -179,32 +165,31 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   loader.set_position(state.loader);
 
   const auto t_start = std::chrono::steady_clock::now();
-  const double seconds_before = state.history.seconds;  // a resumed run's earlier training
+  const double seconds_before = state.history.totals["seconds"];  // a resumed run's earlier ones
   auto elapsed_seconds = [&] {
     return seconds_before +
            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   };
   auto save_last = [&] {
-    state.history.seconds = elapsed_seconds();
+    state.history.totals["seconds"] = elapsed_seconds();
     state.loader = loader.position();
     state.global_rng = sg::default_generator().state();
-    sg::nn::NamedTensors unit = model.transformer->state_dict();
-    for (const auto& [name, t] : optimizer->state()) unit.emplace_back(kOptimizerPrefix + name, t);
-    sg::nn::save_safetensors(last_path, unit, metadata_for(model, state));
+    run.save_last(*model.transformer, optimizer, metadata_for(model, state));
   };
 
   const int64_t end =
       options.stop_after > 0 ? std::min(options.stop_after, config.steps) : config.steps;
-  sg::examples::Progress progress(state.step, config.steps,
-                                  !options.quiet && sg::examples::Progress::stderr_is_terminal(),
-                                  std::max<int64_t>(1, config.eval_every / 10));
+  sg::train::Progress progress(
+      {.first_step = state.step,
+       .total_steps = config.steps,
+       .interactive = !options.quiet && sg::train::Progress::stderr_is_terminal(),
+       .print_every = std::max<int64_t>(1, config.eval_every / 10)});
   std::vector<double> step_ms;
   model.transformer->train();
   while (state.step < end) {
     const auto t0 = std::chrono::steady_clock::now();
     ++state.step;
-    optimizer->set_lr(learning_rate(config, state.step));
-    optimizer->zero_grad();
+    optimizer.zero_grad();
     sg::data::Batch batch = loader.next();
     const int64_t T = batch.target.size(1);
     Tensor decoder_in = batch.target.narrow(1, 0, T - 1);
@@ -213,7 +198,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     Tensor loss = sg::nn::cross_entropy(logits.reshape({-1, model.phonemes.size()}), labels,
                                         Vocabulary::kPad, config.label_smoothing);
     loss.backward();
-    optimizer->step();
+    optimizer.step();
     const double loss_value = loss.item<double>();
     SG_CHECK(std::isfinite(loss_value),
              "step {}: the training loss is {}; training stopped (lower --lr-factor or raise "
@@ -228,24 +213,23 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
       Tensor real = labels.ne(static_cast<double>(Vocabulary::kPad));
       const double right = sg::logical_and(flat.argmax(-1).eq(labels), real).sum().item<double>();
       const double accuracy = right / std::max(1.0, real.sum().item<double>());
-      progress.update({state.step, loss_value, accuracy, optimizer->lr()});
+      progress.update({state.step, loss_value, accuracy, optimizer.lr()});
     }
 
     if (state.step % config.eval_every == 0 || state.step == config.steps) {
       ErrorRates dev = evaluate(model, data.dev, 1, config.dev_words);
       model.transformer->train();
-      state.history.eval_steps.push_back(static_cast<double>(state.step));
-      state.history.dev_wer.push_back(dev.wer);
-      state.history.dev_per.push_back(dev.per);
-      state.history.eval_seconds.push_back(elapsed_seconds());
+      state.history.add_evaluation(
+          state.step,
+          {{"dev_wer", dev.wer}, {"dev_per", dev.per}, {"eval_seconds", elapsed_seconds()}});
       const bool best = dev.wer <= state.best_wer;
       if (best) {
-        state.history.seconds = elapsed_seconds();
+        state.history.totals["seconds"] = elapsed_seconds();
         state.best_wer = dev.wer, state.best_per = dev.per, state.best_step = state.step;
         state.loader = loader.position();
         state.global_rng = sg::default_generator().state();
-        sg::nn::save_safetensors(best_path, model.transformer->state_dict(),
-                                 metadata_for(model, state));
+        sg::train::save_checkpoint(run.best(), *model.transformer, nullptr,
+                                   metadata_for(model, state));
       }
       if (!options.quiet)
         progress.message(fmt::format("step {:>6}  dev WER {:5.2f}%  PER {:5.2f}% ({} words){}",
@@ -253,6 +237,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                                      best ? "  (best so far: saved)" : ""));
     }
     if (config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0) save_last();
+    schedule->step();  // the lr of the next update
   }
   progress.finish();
   TrainSummary summary;
@@ -260,8 +245,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   save_last();
   write_plots(state.history, options.out_dir);
-  if (fs::exists(best_path)) {
-    Model best = load_model(best_path);
+  if (fs::exists(run.best())) {
+    Model best = load_model(run.best());
     // A dev word long enough for the alignment to show: the first of 8 letters or more.
     const std::vector<Word>& pool = data.dev.empty() ? data.train : data.dev;
     auto longer = std::find_if(pool.begin(), pool.end(),
@@ -271,10 +256,10 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   }
   summary.steps = state.step;
   summary.losses = state.history.losses;
-  for (size_t i = 0; i < state.history.eval_steps.size(); ++i) {
-    summary.evals.push_back({static_cast<int64_t>(state.history.eval_steps[i]),
-                             state.history.dev_wer[i], state.history.dev_per[i],
-                             state.history.eval_seconds[i]});
+  const sg::train::History& h = state.history;
+  for (size_t i = 0; i < h.eval_steps.size(); ++i) {
+    summary.evals.push_back({static_cast<int64_t>(h.eval_steps[i]), h.eval("dev_wer")[i],
+                             h.eval("dev_per")[i], h.eval("eval_seconds")[i]});
   }
   summary.first_loss = summary.losses.empty() ? 0 : summary.losses.front();
   summary.final_loss = summary.losses.empty() ? 0 : summary.losses.back();

@@ -2,11 +2,11 @@
 //
 // One step: a batch from the bucketing loader (words of similar length, at most max_tokens
 // padded tokens), teacher forcing (the decoder reads <bos> p1 .. pn and must predict p1 .. pn
-// <eos>), label-smoothed cross-entropy ignoring padding, Adam with a cosine (or Noam) schedule.
-// Every eval_every steps: greedy WER/PER on dev words; the best model by dev WER is
-// model.safetensors. last.safetensors holds everything --resume needs: the model, the optimizer
-// ("optimizer.*"), the loader's position, the dropout generator's state and the history, in one
-// file.
+// <eos>), label-smoothed cross-entropy ignoring padding, Adam with a cosine (or Noam) schedule
+// (sg::optim::WarmupCosineLR, NoamLR). Every eval_every steps: greedy WER/PER on dev words; the
+// best model by dev WER is model.safetensors. last.safetensors holds everything --resume needs:
+// the model, the optimizer ("optimizer.*"), the loader's position, the dropout generator's state
+// and the history, in one file (sg::train::RunDirectory).
 #pragma once
 
 #include <memory>
@@ -55,11 +55,18 @@ struct Model {
   sg::data::Vocabulary letters, phonemes;
   std::shared_ptr<sg::nn::Transformer> transformer;
 
-  // Pronunciations of the words (lower case): greedy when beam_size is 1.
+  // Pronunciations of the words (lower case, each one the model can spell: unspellable()), in
+  // one batch: greedy when beam_size is 1.
   std::vector<std::vector<std::string>> pronounce(const std::vector<std::string>& words,
                                                   int64_t beam_size = 1) const;
 };
 Model load_model(const std::string& checkpoint);
+
+// The same for any number of words, `batch` at a time (a batch's memory grows with its words
+// times beam_size): what `eval` and `pronounce` decode with.
+std::vector<std::vector<std::string>> pronounce_in_batches(const Model& model,
+                                                           const std::vector<std::string>& words,
+                                                           int64_t beam_size, size_t batch = 128);
 
 // WER/PER of the model on `words` (all of them when limit is 0), decoded in batches.
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,

@@ -1,6 +1,7 @@
 #include "nn/data/cmudict.h"
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -41,7 +42,7 @@ std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& so
     std::istringstream fields(line);
     std::string word;
     if (!(fields >> word)) continue;  // blank line
-    Pronunciation entry{strip_alternate(word), {}};
+    Pronunciation entry{strip_alternate(word), {}, number};
     for (std::string p; fields >> p;) {
       SG_CHECK(is_phoneme(p), "read_cmudict: {}:{}: '{}' is not an ARPAbet phoneme in \"{}\"",
                source, number, p, line);
@@ -56,6 +57,12 @@ std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& so
 }
 
 std::vector<Pronunciation> read_cmudict(const std::string& path) {
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  SG_CHECK(!std::filesystem::exists(status) || std::filesystem::is_regular_file(status),
+           "read_cmudict: '{}' is not a regular file (a FIFO or a device would be read forever or "
+           "block); give the dictionary file itself",
+           path);
   std::ifstream in(path, std::ios::binary);
   SG_CHECK(in.is_open(),
            "read_cmudict: cannot open '{}' (scripts/get_cmudict.sh downloads and checks it)", path);

@@ -10,6 +10,7 @@
 // file and the line number, never skipped silently.
 #pragma once
 
+#include <cstdint>
 #include <istream>
 #include <string>
 #include <vector>
@@ -19,11 +20,13 @@ namespace sg::data {
 struct Pronunciation {
   std::string word;                   // lower case as in the file, "(2)" removed
   std::vector<std::string> phonemes;  // ARPAbet with stress digits: {"T", "EH1", "N", "S", "ER0"}
+  int64_t line = 0;                   // where it is in the file (1 = the first line)
 };
 
 // `source` names the stream in error messages (a file name).
 std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& source);
-// Throws sg::Error when the file is missing, unreadable, malformed or empty.
+// Throws sg::Error when the file is missing, not a regular file (a FIFO would block the reader),
+// unreadable, malformed or empty.
 std::vector<Pronunciation> read_cmudict(const std::string& path);
 
 }  // namespace sg::data

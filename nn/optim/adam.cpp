@@ -5,40 +5,72 @@
 namespace sg::optim {
 
 namespace {
+
 std::vector<std::string> adam_buffers(const AdamOptions& o) {
   if (o.amsgrad) return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
   return {"exp_avg", "exp_avg_sq"};
 }
+
+AdamOptions adam_options(const AdamWOptions& o) {
+  return {.lr = o.lr,
+          .betas = o.betas,
+          .eps = o.eps,
+          .weight_decay = o.weight_decay,
+          .amsgrad = o.amsgrad};
+}
+
 }  // namespace
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
-    : Adam("Adam", std::move(params), options, /*decoupled=*/false) {}
+    : Adam("Adam", {{.params = std::move(params)}}, options, /*decoupled=*/false) {}
 
-Adam::Adam(std::string name, std::vector<Tensor> params, AdamOptions options, bool decoupled)
-    : Optimizer(name, std::move(params), options.lr, adam_buffers(options)),
-      options_(options),
-      decoupled_weight_decay_(decoupled) {
-  const auto [beta1, beta2] = options.betas;
+Adam::Adam(std::vector<AdamParamGroup> groups, AdamOptions defaults)
+    : Adam("Adam", std::move(groups), defaults, /*decoupled=*/false) {}
+
+Adam::Adam(std::string name, std::vector<AdamParamGroup> groups, AdamOptions defaults,
+           bool decoupled)
+    : Optimizer(std::move(name)), defaults_(defaults), decoupled_weight_decay_(decoupled) {
+  SG_CHECK(!groups.empty(), "{}: got an empty parameter list", this->name());
+  for (const AdamParamGroup& group : groups) add_param_group(group);
+}
+
+void Adam::add_param_group(const AdamParamGroup& group) {
+  AdamOptions o = defaults_;
+  o.lr = group.lr.value_or(o.lr);
+  o.betas = group.betas.value_or(o.betas);
+  o.eps = group.eps.value_or(o.eps);
+  o.weight_decay = group.weight_decay.value_or(o.weight_decay);
+  o.amsgrad = group.amsgrad.value_or(o.amsgrad);
+  const auto [beta1, beta2] = o.betas;
   SG_CHECK(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0,
-           "{}: betas must be in [0, 1), got ({}, {})", name, beta1, beta2);
-  SG_CHECK(options.eps >= 0.0, "{}: eps must be non-negative, got {}", name, options.eps);
-  SG_CHECK(options.weight_decay >= 0.0, "{}: weight_decay must be non-negative, got {}", name,
-           options.weight_decay);
+           "{}: betas must be in [0, 1), got ({}, {})", name(), beta1, beta2);
+  SG_CHECK(o.eps >= 0.0, "{}: eps must be non-negative, got {}", name(), o.eps);
+  SG_CHECK(o.weight_decay >= 0.0, "{}: weight_decay must be non-negative, got {}", name(),
+           o.weight_decay);
+  add_group(group.params, o.lr, adam_buffers(o));
+  group_options_.push_back(o);
+}
+
+const AdamOptions& Adam::options(size_t group) const {
+  SG_CHECK(group < group_options_.size(), "{}: no parameter group {} (it has {})", name(), group,
+           group_options_.size());
+  return group_options_[group];
 }
 
 void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
-  const AdamOptions& o = options_;
+  const AdamOptions& o = group_options_[group_of(i)];
+  const double lr = this->lr(group_of(i));
   const auto [beta1, beta2] = o.betas;
   if (!o.amsgrad) {
     // The same update as below, in one fused op (one pass instead of about ten kernels).
-    adam_update_(param, grad, buffer("exp_avg", i), buffer("exp_avg_sq", i), lr(), beta1, beta2,
+    adam_update_(param, grad, buffer("exp_avg", i), buffer("exp_avg_sq", i), lr, beta1, beta2,
                  o.eps, o.weight_decay, decoupled_weight_decay_, param_step(i));
     return;
   }
   Tensor g = grad;
   if (o.weight_decay != 0.0) {
     if (decoupled_weight_decay_) {
-      param.mul_(1.0 - lr() * o.weight_decay);
+      param.mul_(1.0 - lr * o.weight_decay);
     } else {
       g = g + param * o.weight_decay;  // a new tensor: the stored gradient stays as is
     }
@@ -60,16 +92,13 @@ void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
   // PyTorch's order of operations, so results agree to the last bits that rounding allows.
   Tensor denom = second_moment.sqrt() / std::sqrt(bias_correction2);
   denom.add_(o.eps);
-  param.addcdiv_(m, denom, -lr() / bias_correction1);
+  param.addcdiv_(m, denom, -lr / bias_correction1);
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)
-    : Adam("AdamW", std::move(params),
-           AdamOptions{.lr = o.lr,
-                       .betas = o.betas,
-                       .eps = o.eps,
-                       .weight_decay = o.weight_decay,
-                       .amsgrad = o.amsgrad},
-           /*decoupled=*/true) {}
+    : Adam("AdamW", {{.params = std::move(params)}}, adam_options(o), /*decoupled=*/true) {}
+
+AdamW::AdamW(std::vector<AdamParamGroup> groups, AdamWOptions defaults)
+    : Adam("AdamW", std::move(groups), adam_options(defaults), /*decoupled=*/true) {}
 
 }  // namespace sg::optim

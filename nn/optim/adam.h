@@ -10,8 +10,13 @@
 //
 //   sg::optim::Adam opt(model.parameters(), {.lr = 1e-3, .betas = {0.9, 0.98}, .eps = 1e-9});
 //   sg::optim::AdamW opt(model.parameters(), {.lr = 3e-4, .weight_decay = 0.1});
+//   // Parameter groups: a field a group leaves unset takes the optimizer's (the defaults).
+//   sg::optim::AdamW opt({{.params = weights}, {.params = biases_and_norms, .weight_decay = 0.0}},
+//                        {.lr = 3e-4, .weight_decay = 0.1});
 #pragma once
 
+#include <initializer_list>
+#include <optional>
 #include <utility>
 
 #include "nn/optim/optimizer.h"
@@ -35,23 +40,44 @@ struct AdamWOptions {
   bool amsgrad = false;
 };
 
+// A parameter group of Adam or AdamW: its parameters, and the options that differ from the
+// optimizer's (PyTorch's {"params": ..., "weight_decay": 0.0}).
+struct AdamParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr;
+  std::optional<std::pair<double, double>> betas;
+  std::optional<double> eps, weight_decay;
+  std::optional<bool> amsgrad;
+};
+
 class Adam : public Optimizer {
  public:
   explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
-  const AdamOptions& options() const { return options_; }
+  Adam(std::vector<AdamParamGroup> groups, AdamOptions defaults = {});
+  // Groups written in place, {{.params = a}, {.params = b, .lr = 0.1}} (and `{}`, no groups).
+  Adam(std::initializer_list<AdamParamGroup> groups, AdamOptions defaults = {})
+      : Adam(std::vector<AdamParamGroup>(groups), defaults) {}
+  // torch.optim's add_param_group: parameters added later (e.g. layers unfrozen for fine-tuning).
+  void add_param_group(const AdamParamGroup& group);
+  // A group's options, the defaults filled in.
+  const AdamOptions& options(size_t group = 0) const;
 
  protected:
-  Adam(std::string name, std::vector<Tensor> params, AdamOptions options, bool decoupled);
+  Adam(std::string name, std::vector<AdamParamGroup> groups, AdamOptions defaults, bool decoupled);
   void update(size_t i, Tensor& param, const Tensor& grad) override;
 
  private:
-  AdamOptions options_;
+  AdamOptions defaults_;
+  std::vector<AdamOptions> group_options_;
   bool decoupled_weight_decay_;
 };
 
 class AdamW : public Adam {
  public:
   explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  AdamW(std::vector<AdamParamGroup> groups, AdamWOptions defaults = {});
+  AdamW(std::initializer_list<AdamParamGroup> groups, AdamWOptions defaults = {})
+      : AdamW(std::vector<AdamParamGroup>(groups), defaults) {}
 };
 
 }  // namespace sg::optim

@@ -6,6 +6,12 @@
 
 namespace sg::optim {
 
+void LRScheduler::step() {
+  for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) {
+    optimizer_.set_lr(g, lr_at(optimizer_.step_count(), optimizer_.initial_lr(g)));
+  }
+}
+
 NoamLR::NoamLR(Optimizer& optimizer, int64_t d_model_, int64_t warmup_, double factor_)
     : LRScheduler(optimizer), d_model(d_model_), warmup(warmup_), factor(factor_) {
   SG_CHECK(d_model > 0 && warmup > 0, "NoamLR: d_model and warmup must be positive, got {} and {}",
@@ -13,12 +19,12 @@ NoamLR::NoamLR(Optimizer& optimizer, int64_t d_model_, int64_t warmup_, double f
   step();
 }
 
-double NoamLR::lr_at(int64_t step) const {
+double NoamLR::lr_at(int64_t step, double base_lr) const {
   // --8<-- [start:ex12.noam_lr]
   // Step 0 counts as step 1 (0^-0.5 is infinite), so the first two updates share an lr, exactly
   // as the Annotated Transformer's rate() under LambdaLR.
   const double s = static_cast<double>(std::max<int64_t>(step, 1));
-  return factor * std::pow(static_cast<double>(d_model), -0.5) *
+  return base_lr * factor * std::pow(static_cast<double>(d_model), -0.5) *
          std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5));
   // --8<-- [end:ex12.noam_lr]
 }
@@ -28,15 +34,16 @@ WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_, int64_t to
     : LRScheduler(optimizer), warmup(warmup_), total(total_), min_lr(min_lr_) {
   SG_CHECK(warmup >= 0 && total > warmup,
            "WarmupCosineLR: need 0 <= warmup < total, got warmup {} and total {}", warmup, total);
-  SG_CHECK(min_lr >= 0.0 && min_lr <= optimizer.initial_lr(),
-           "WarmupCosineLR: min_lr must be in [0, base lr {}], got {}", optimizer.initial_lr(),
-           min_lr);
+  for (size_t g = 0; g < optimizer.num_param_groups(); ++g) {
+    SG_CHECK(min_lr >= 0.0 && min_lr <= optimizer.initial_lr(g),
+             "WarmupCosineLR: min_lr must be in [0, base lr {}] (of group {}), got {}",
+             optimizer.initial_lr(g), g, min_lr);
+  }
   step();
 }
 
-double WarmupCosineLR::lr_at(int64_t step) const {
+double WarmupCosineLR::lr_at(int64_t step, double base) const {
   // --8<-- [start:ex05.warmup_cosine]
-  const double base = optimizer().initial_lr();
   if (step < warmup) return base * static_cast<double>(step) / static_cast<double>(warmup);
   const double progress =
       std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(total - warmup));
@@ -51,8 +58,8 @@ StepLR::StepLR(Optimizer& optimizer, int64_t step_size_, double gamma_)
   step();
 }
 
-double StepLR::lr_at(int64_t step) const {
-  return optimizer().initial_lr() * std::pow(gamma, static_cast<double>(step / step_size));
+double StepLR::lr_at(int64_t step, double base_lr) const {
+  return base_lr * std::pow(gamma, static_cast<double>(step / step_size));
 }
 
 LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> factor)
@@ -61,6 +68,6 @@ LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> factor)
   step();
 }
 
-double LambdaLR::lr_at(int64_t step) const { return optimizer().initial_lr() * factor_(step); }
+double LambdaLR::lr_at(int64_t step, double base_lr) const { return base_lr * factor_(step); }
 
 }  // namespace sg::optim

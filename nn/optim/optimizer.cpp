@@ -1,17 +1,18 @@
 #include "nn/optim/optimizer.h"
 
-#include <cstdlib>
+#include <cmath>
 #include <set>
 
 namespace sg::optim {
 
-Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr,
-                     std::vector<std::string> buffer_names)
-    : name_(std::move(name)), params_(std::move(params)), lr_(lr), initial_lr_(lr) {
-  SG_CHECK(!params_.empty(), "{}: got an empty parameter list", name_);
-  SG_CHECK(lr >= 0.0, "{}: learning rate must be non-negative, got {}", name_, lr);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
+Optimizer::Optimizer(std::string name) : name_(std::move(name)) {}
+
+void Optimizer::add_group(std::vector<Tensor> params, double lr,
+                          std::vector<std::string> buffer_names) {
+  SG_CHECK(!params.empty(), "{}: got an empty parameter list", name_);
+  check_lr(lr);
+  for (const Tensor& p : params) {
+    const size_t i = params_.size();
     SG_CHECK(p.defined(), "{}: parameter {} is an undefined tensor", name_, i);
     SG_CHECK(p.is_floating_point(), "{}: parameter {} must be float32 or float64, got {}", name_, i,
              p.dtype());
@@ -24,14 +25,53 @@ Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr,
                "{}: parameter {} is the same tensor as parameter {}; it would be updated twice",
                name_, i, j);
     }
+    params_.push_back(p);
+    group_of_.push_back(groups_.size());
+    param_steps_.push_back(0);
+    for (auto& [_, per_param] : buffers_) per_param.emplace_back();
   }
-  param_steps_.assign(params_.size(), 0);
-  for (auto& b : buffer_names) buffers_[b].resize(params_.size());
+  for (const std::string& b : buffer_names) buffers_[b].resize(params_.size());
+  groups_.push_back({lr, lr, std::move(buffer_names)});
+}
+
+void Optimizer::check_group(size_t group) const {
+  SG_CHECK(group < groups_.size(), "{}: no parameter group {} (it has {})", name_, group,
+           groups_.size());
+}
+
+void Optimizer::check_lr(double lr) const {
+  SG_CHECK(lr >= 0.0 && std::isfinite(lr), "{}: learning rate must be non-negative, got {}", name_,
+           lr);
+}
+
+std::vector<Tensor> Optimizer::group_params(size_t group) const {
+  check_group(group);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (group_of_[i] == group) out.push_back(params_[i]);
+  }
+  return out;
+}
+
+double Optimizer::lr(size_t group) const {
+  check_group(group);
+  return groups_[group].lr;
+}
+
+double Optimizer::initial_lr(size_t group) const {
+  check_group(group);
+  return groups_[group].initial_lr;
 }
 
 void Optimizer::set_lr(double lr) {
-  SG_CHECK(lr >= 0.0, "{}: learning rate must be non-negative, got {}", name_, lr);
-  lr_ = lr;
+  check_lr(lr);
+  for (Group& g : groups_) g.lr = lr;
+}
+
+void Optimizer::set_lr(size_t group, double lr) {
+  check_group(group);
+  check_lr(lr);
+  groups_[group].lr = lr;
 }
 
 void Optimizer::step() {
@@ -41,7 +81,9 @@ void Optimizer::step() {
     Tensor grad = params_[i].grad();
     if (!grad.defined()) continue;
     if (param_steps_[i] == 0) {
-      for (auto& [_, per_param] : buffers_) per_param[i] = zeros_like(params_[i]);
+      for (const std::string& b : groups_[group_of_[i]].buffer_names) {
+        buffers_[b][i] = zeros_like(params_[i]);
+      }
     }
     ++param_steps_[i];
     update(i, params_[i], grad);
@@ -61,13 +103,18 @@ Tensor& Optimizer::buffer(const std::string& name, size_t i) {
 NamedTensors Optimizer::state() const {
   NamedTensors out;
   out.emplace_back("step", scalar_tensor(static_cast<double>(step_count_), kInt64));
-  out.emplace_back("lr", scalar_tensor(lr_, kFloat64));
+  std::vector<double> lrs;
+  for (const Group& g : groups_) lrs.push_back(g.lr);
+  out.emplace_back("lr", lrs.size() == 1 ? scalar_tensor(lrs[0], kFloat64)
+                                         : from_vector(lrs, {static_cast<int64_t>(lrs.size())}));
   for (size_t i = 0; i < params_.size(); ++i) {
     if (param_steps_[i] == 0) continue;  // never updated: no state, as in PyTorch
     out.emplace_back(fmt::format("step.{}", i),
                      scalar_tensor(static_cast<double>(param_steps_[i]), kInt64));
     for (const auto& [name, per_param] : buffers_) {
-      out.emplace_back(fmt::format("{}.{}", name, i), per_param[i].detach());
+      if (per_param[i].defined()) {
+        out.emplace_back(fmt::format("{}.{}", name, i), per_param[i].detach());
+      }
     }
   }
   return out;
@@ -80,21 +127,36 @@ void Optimizer::load_state(const NamedTensors& state) {
     SG_CHECK(entries.emplace(name, t).second, "{}.load_state: entry '{}' appears twice", name_,
              name);
   }
-  auto scalar = [&](const std::string& name) {
+  auto find = [&](const std::string& name) -> const Tensor& {
     auto it = entries.find(name);
     SG_CHECK(it != entries.end(), "{}.load_state: missing entry '{}'", name_, name);
-    SG_CHECK(it->second.numel() == 1,
-             "{}.load_state: entry '{}' must hold one number, got shape {}", name_, name,
-             it->second.shape());
-    return it->second.item<double>();
+    return it->second;
+  };
+  // A step count is an integer: read through a double, a float64 2.5, a bool or a NaN would
+  // become some count silently (or undefined behaviour), so only int64 is accepted.
+  auto count = [&](const std::string& name) {
+    const Tensor& t = find(name);
+    SG_CHECK(t.dtype() == kInt64 && t.numel() == 1,
+             "{}.load_state: entry '{}' must be one int64 step count, got {} of shape {}", name_,
+             name, t.dtype(), t.shape());
+    return t.item<int64_t>();
   };
 
   // Check and convert everything first, so that a bad checkpoint leaves the optimizer untouched.
   std::set<std::string> used{"step", "lr"};
-  const int64_t step_count = static_cast<int64_t>(scalar("step"));
-  const double lr = scalar("lr");
-  SG_CHECK(step_count >= 0 && lr >= 0.0, "{}.load_state: step {} and lr {} must be non-negative",
-           name_, step_count, lr);
+  const int64_t step_count = count("step");
+  SG_CHECK(step_count >= 0, "{}.load_state: entry 'step' = {} is negative", name_, step_count);
+  const Tensor& lr_entry = find("lr");
+  SG_CHECK(lr_entry.is_floating_point() && lr_entry.numel() == static_cast<int64_t>(groups_.size()),
+           "{}.load_state: entry 'lr' must hold one float per parameter group ({}), got {} of "
+           "shape {}",
+           name_, groups_.size(), lr_entry.dtype(), lr_entry.shape());
+  const std::vector<double> lrs = lr_entry.to_vector<double>();
+  for (double lr : lrs) {
+    SG_CHECK(std::isfinite(lr) && lr >= 0.0,
+             "{}.load_state: entry 'lr' holds {}; a learning rate is finite and non-negative",
+             name_, lr);
+  }
   std::vector<int64_t> param_steps(params_.size(), 0);
   std::map<std::string, std::vector<Tensor>> buffers;
   for (const auto& [name, _] : buffers_) buffers[name].resize(params_.size());
@@ -102,8 +164,12 @@ void Optimizer::load_state(const NamedTensors& state) {
     const std::string step_name = fmt::format("step.{}", i);
     if (!entries.count(step_name)) continue;  // parameter i was never updated
     used.insert(step_name);
-    param_steps[i] = static_cast<int64_t>(scalar(step_name));
-    for (auto& [name, per_param] : buffers) {
+    param_steps[i] = count(step_name);
+    SG_CHECK(param_steps[i] >= 1 && param_steps[i] <= step_count,
+             "{}.load_state: entry '{}' = {} is not a step count in [1, step = {}] (a parameter "
+             "never updated has no entry)",
+             name_, step_name, param_steps[i], step_count);
+    for (const std::string& name : groups_[group_of_[i]].buffer_names) {
       const std::string key = fmt::format("{}.{}", name, i);
       auto it = entries.find(key);
       SG_CHECK(it != entries.end(), "{}.load_state: missing entry '{}' (parameter {} has '{}')",
@@ -111,9 +177,12 @@ void Optimizer::load_state(const NamedTensors& state) {
       SG_CHECK(it->second.shape() == params_[i].shape(),
                "{}.load_state: entry '{}' has shape {} but parameter {} has shape {}", name_, key,
                it->second.shape(), i, params_[i].shape());
-      per_param[i] = empty_like(params_[i]);
+      SG_CHECK(it->second.is_floating_point(), "{}.load_state: entry '{}' must be floating, got {}",
+               name_, key, it->second.dtype());
+      Tensor& copy = buffers[name][i];
+      copy = empty_like(params_[i]);
       NoGradGuard no_grad;
-      per_param[i].copy_(it->second.to(params_[i].device()));
+      copy.copy_(it->second.to(params_[i].device()));
       used.insert(key);
     }
   }
@@ -127,7 +196,7 @@ void Optimizer::load_state(const NamedTensors& state) {
   }
 
   step_count_ = step_count;
-  lr_ = lr;
+  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].lr = lrs[g];
   param_steps_ = std::move(param_steps);
   buffers_ = std::move(buffers);
 }

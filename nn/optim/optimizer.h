@@ -1,7 +1,7 @@
 // Optimizer: the base of SGD, Adam and AdamW. It owns the loop every optimizer shares (skip the
-// parameters without a gradient, update the rest in place under NoGradGuard, count steps) and the
-// per-parameter state (momentum, moment estimates) that checkpoints save; a subclass writes only
-// its update rule for one parameter.
+// parameters without a gradient, update the rest in place under NoGradGuard, count steps), the
+// parameter groups and the per-parameter state (momentum, moment estimates) that checkpoints
+// save; a subclass writes only its update rule for one parameter.
 //
 //   sg::optim::Adam opt(model.parameters(), {.lr = 1e-3});
 //   for (...) {
@@ -9,6 +9,14 @@
 //     sg::nn::cross_entropy(model(x), y).backward();
 //     opt.step();
 //   }
+//
+// Parameter groups (torch.optim's param_groups): each group has its own lr and, in the subclass,
+// its own options, e.g. no weight decay for biases and LayerNorm weights:
+//
+//   sg::optim::AdamW opt({{.params = matrices}, {.params = others, .weight_decay = 0.0}},
+//                        {.lr = 3e-4, .weight_decay = 0.1});   // the second argument: defaults
+//
+// Schedules (lr_scheduler.h) set every group's lr from that group's initial lr.
 #pragma once
 
 #include <map>
@@ -23,10 +31,6 @@ using nn::NamedTensors;
 
 class Optimizer {
  public:
-  // `name` ("Adam") starts error messages; `buffer_names` are the per-parameter state tensors the
-  // update keeps ("exp_avg", "exp_avg_sq"), created as zeros at a parameter's first update.
-  Optimizer(std::string name, std::vector<Tensor> params, double lr,
-            std::vector<std::string> buffer_names);
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
@@ -37,37 +41,60 @@ class Optimizer {
   // Clears every parameter's gradient (sets it undefined: PyTorch's set_to_none).
   void zero_grad();
 
-  double lr() const { return lr_; }
-  void set_lr(double lr);  // what LR schedules call before each step
-  double initial_lr() const {
-    return initial_lr_;
-  }  // the lr given at construction: schedules scale it
-  int64_t step_count() const { return step_count_; }  // calls of step() so far
+  // ---- parameter groups ----
+  size_t num_param_groups() const { return groups_.size(); }
+  // Every group's parameters, group after group: parameter i of state() is params()[i].
   const std::vector<Tensor>& params() const { return params_; }
+  std::vector<Tensor> group_params(size_t group) const;
+  double lr(size_t group = 0) const;
+  void set_lr(double lr);  // every group's
+  void set_lr(size_t group, double lr);
+  // The lr a group was created with: schedules scale it.
+  double initial_lr(size_t group = 0) const;
+  int64_t step_count() const { return step_count_; }  // calls of step() so far
   const std::string& name() const { return name_; }
 
   // ---- state, for checkpoints ----
-  // "step" (int64 []), "lr" (float64 []) and, for each parameter i updated at least once,
-  // "step.i" (int64 [], its own update count) and "<buffer>.i" for each buffer ("exp_avg.0").
-  // Buffers are the live tensors (no copy): write them out before the next step().
+  // "step" (int64 []), "lr" (float64: [] with one group, [G] with G groups) and, for each
+  // parameter i updated at least once, "step.i" (int64 [], its own update count, >= 1) and
+  // "<buffer>.i" for each buffer of its group ("exp_avg.0"). Buffers are the live tensors (no
+  // copy): write them out before the next step(). The other options of each group are not state:
+  // they come from the constructor, so load into an optimizer built with the same groups.
   virtual NamedTensors state() const;
   // Restores what state() returned, after checking it all first (nothing changes on an error):
-  // every entry of a parameter with "step.i" present, shapes equal to the parameter's, no
-  // unknown names. Values are copied into fresh tensors of the parameter's dtype and device.
+  // step counts are int64 (a parameter's at least 1 and at most the optimizer's), the lrs
+  // float32 or float64, finite and non-negative, one per group; every entry of a parameter with
+  // "step.i" is present, its shape that of the parameter; no unknown names. Values are copied
+  // into fresh tensors of the parameter's dtype and device.
   virtual void load_state(const NamedTensors& state);
 
  protected:
+  // `name` ("Adam") starts error messages.
+  explicit Optimizer(std::string name);
+  // Appends a group of parameters (checked: floating point leaves, none already in a group) with
+  // its lr and `buffer_names`, the per-parameter state tensors its update keeps ("exp_avg",
+  // "exp_avg_sq"), created as zeros at a parameter's first update.
+  void add_group(std::vector<Tensor> params, double lr, std::vector<std::string> buffer_names);
   // Updates parameter i (in place) from its gradient. Runs under NoGradGuard, after
   // param_step(i) was incremented: it is 1 at the parameter's first update.
   virtual void update(size_t i, Tensor& param, const Tensor& grad) = 0;
-  // Parameter i's state tensor `name` (one of buffer_names), zeros like the parameter.
+  // Parameter i's state tensor `name` (one of its group's buffer_names), zeros like the parameter.
   Tensor& buffer(const std::string& name, size_t i);
   int64_t param_step(size_t i) const { return param_steps_[i]; }
+  size_t group_of(size_t i) const { return group_of_[i]; }
 
  private:
+  struct Group {
+    double lr, initial_lr;
+    std::vector<std::string> buffer_names;
+  };
+  void check_group(size_t group) const;
+  void check_lr(double lr) const;
+
   std::string name_;
   std::vector<Tensor> params_;
-  double lr_, initial_lr_;
+  std::vector<Group> groups_;
+  std::vector<size_t> group_of_;  // parameter -> its group
   int64_t step_count_ = 0;
   std::vector<int64_t> param_steps_;                    // PyTorch's state[p]["step"]
   std::map<std::string, std::vector<Tensor>> buffers_;  // name -> one per parameter, or undefined

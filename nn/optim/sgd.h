@@ -5,7 +5,12 @@
 //   p = p - lr · d
 //
 //   sg::optim::SGD opt(model.parameters(), {.lr = 0.1, .momentum = 0.9, .nesterov = true});
+//   // Parameter groups: a field a group leaves unset takes the optimizer's (the defaults).
+//   sg::optim::SGD opt({{.params = body}, {.params = head, .lr = 0.01}}, {.lr = 0.1});
 #pragma once
+
+#include <initializer_list>
+#include <optional>
 
 #include "nn/optim/optimizer.h"
 
@@ -19,16 +24,31 @@ struct SGDOptions {
   bool nesterov = false;  // needs momentum > 0 and dampening 0
 };
 
+// A parameter group of SGD: its parameters, and the options that differ from the optimizer's.
+struct SGDParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> lr, momentum, dampening, weight_decay;
+  std::optional<bool> nesterov;
+};
+
 class SGD : public Optimizer {
  public:
   explicit SGD(std::vector<Tensor> params, SGDOptions options = {});
-  const SGDOptions& options() const { return options_; }
+  SGD(std::vector<SGDParamGroup> groups, SGDOptions defaults = {});
+  // Groups written in place, {{.params = a}, {.params = b, .lr = 0.1}} (and `{}`, no groups).
+  SGD(std::initializer_list<SGDParamGroup> groups, SGDOptions defaults = {})
+      : SGD(std::vector<SGDParamGroup>(groups), defaults) {}
+  // torch.optim's add_param_group: parameters added later (e.g. layers unfrozen for fine-tuning).
+  void add_param_group(const SGDParamGroup& group);
+  // A group's options, the defaults filled in.
+  const SGDOptions& options(size_t group = 0) const;
 
  protected:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
 
  private:
-  SGDOptions options_;
+  SGDOptions defaults_;
+  std::vector<SGDOptions> group_options_;
 };
 
 }  // namespace sg::optim

@@ -1,9 +1,11 @@
 // Uses scratchgrad through its installed headers and libraries: a matmul (OpenBLAS), an nn
-// initialiser and a backward pass. tests/consumer/run_test.cmake checks what it prints.
+// initialiser, a backward pass, and the training toolkit (scratchgrad::train, with nlohmann_json).
+// tests/consumer/run_test.cmake checks what it prints.
 #include <iostream>
 #include <vector>
 
 #include "nn/nn.h"
+#include "nn/train/history.h"
 
 namespace {
 
@@ -30,5 +32,8 @@ int main() {
   std::cout << "y = " << y.item<float>() << '\n';
   print_values("x.grad", x.grad());
   print_values("w.grad", w.grad());
+  sg::train::History history;
+  history.losses.push_back(y.item<float>());
+  std::cout << "history = " << history.to_json() << '\n';
   return 0;
 }

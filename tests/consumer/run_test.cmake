@@ -1,5 +1,5 @@
 # The "install" test, run by ctest as `cmake -D... -P run_test.cmake` (see tests/consumer.cmake):
-#   1. build the two libraries (a no-op after a full build; makes the test work on its own too),
+#   1. build the libraries (a no-op after a full build; makes the test work on its own too),
 #   2. `cmake --install` the build into a fresh prefix,
 #   3. configure and build tests/consumer against that prefix with find_package(scratchgrad),
 #   4. run it and check what it prints.
@@ -25,12 +25,13 @@ set(consumer_build ${SG_WORK_DIR}/build)
 file(REMOVE_RECURSE ${SG_WORK_DIR})
 
 sg_run(${CMAKE_COMMAND} --build ${SG_BUILD_DIR} --config ${SG_BUILD_TYPE}
-       --target scratchgrad_autograd scratchgrad_nn)
+       --target scratchgrad_autograd scratchgrad_nn scratchgrad_train)
 sg_run(${CMAKE_COMMAND} --install ${SG_BUILD_DIR} --config ${SG_BUILD_TYPE} --prefix ${prefix})
 
 # Headers keep their folders (the package config and its version file are checked by find_package).
 foreach(expected include/scratchgrad/autograd/autograd.h
-                 include/scratchgrad/autograd/backend/backend.h include/scratchgrad/nn/nn.h)
+                 include/scratchgrad/autograd/backend/backend.h include/scratchgrad/nn/nn.h
+                 include/scratchgrad/nn/train/history.h)
   if(NOT EXISTS ${prefix}/${expected})
     message(FATAL_ERROR "the install is missing ${expected}")
   endif()
@@ -63,7 +64,8 @@ message(STATUS "consumer printed:\n${out}${err}")
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the consumer program failed (${rc})")
 endif()
-set(expected "y = 21\nx.grad = 1 1 1 1 1 1\nw.grad = 5 5 7 7 9 9\n")
+string(CONCAT expected "y = 21\nx.grad = 1 1 1 1 1 1\nw.grad = 5 5 7 7 9 9\n"
+       "history = {\"eval_steps\":[],\"losses\":[21.0]}\n")
 if(NOT out STREQUAL expected)
   message(FATAL_ERROR "the consumer program printed\n${out}\ninstead of\n${expected}")
 endif()

@@ -122,6 +122,25 @@ expect_error "not a regular file" decode --checkpoint "$dir/fifo.safetensors" "1
 LC_ALL=C sed 's/"config.norm_first":"false"/"config.norm_first":"True" /' "$ckpt" >"$dir/true.safetensors"
 expect_error "'norm_first' = 'True' is not true or false" decode --checkpoint "$dir/true.safetensors" "1 2"
 
+# Numbers too large for their type are refused, not saturated; sizes have upper bounds.
+expect_error "--steps: '99999999999999999999' is not an integer in [0, 1000000000]" train \
+  --steps 99999999999999999999 --out "$dir/y"
+expect_error "--batch: '4611686018427387904' is not an integer in [1, 65536]" train \
+  --batch 4611686018427387904 --out "$dir/y"
+expect_error "--layers: '1000000' is not an integer in [1, 64]" train --layers 1000000 --out "$dir/y"
+# capture --init never replaces an existing file (a trained model).
+cp "$ckpt" "$dir/before.safetensors"
+expect_error "capture --init: $ckpt already exists" capture --init --checkpoint "$ckpt" \
+  --out "$dir/c.safetensors"
+if cmp -s "$ckpt" "$dir/before.safetensors"; then passes=$((passes + 1)); else
+  echo "FAIL: capture --init changed $ckpt"; failures=$((failures + 1)); fi
+# --resume continues the run it finds: another task (or model, or recipe) is refused by flag.
+expect_error "--task is copy in $dir/run/last.safetensors, reverse now" train --resume \
+  --task reverse --steps 30 --batch 8 --eval-every 10 --eval-samples 4 --final-samples 4 \
+  --quiet --out "$dir/run"
+expect_ok "saved model" train --resume --steps 24 --batch 8 --eval-every 12 --eval-samples 4 \
+  --final-samples 4 --quiet --out "$dir/run"
+
 # stdin: one sequence per line
 if printf '1 2 3\n1 4 5 6\n' | "$bin" decode --checkpoint "$ckpt" 2>"$dir/err" | grep -c -- '->' | grep -qx 2; then
   passes=$((passes + 1))

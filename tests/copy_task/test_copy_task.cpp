@@ -1,23 +1,18 @@
 // The copy-task program's library: training reaches 100% exact match, resuming reproduces an
 // uninterrupted run, cached decoding equals recomputing the prefix, tasks make the right targets.
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// (Bad input and broken files: test_copy_task_hardening.cpp.)
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "autograd/anomaly.h"
 #include "config.h"
 #include "decoding.h"
-#include "plots.h"
+#include "tests/copy_task/copy_task_testing.h"
 #include "tests/support/testing.h"
 #include "trainer.h"
 
@@ -25,13 +20,9 @@ namespace copy_task {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string temp_dir(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / fmt::format("sg_copy_task_{}_{}", name, ::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+using testing::quick_config;
+using testing::quick_options;
+using testing::temp_dir;
 
 TEST(CopyTaskData, TargetsFollowTheTask) {
   TaskGenerator copy(Task::Copy, 11, 10, 10, 1), rev(Task::Reverse, 11, 4, 10, 1),
@@ -207,221 +198,6 @@ TEST(CopyTaskConfig, ValidatesAndRoundTrips) {
   c.d_model = 30;
   EXPECT_SG_ERROR(c.validate(), "d_model 30 is not divisible by heads 8");
   EXPECT_SG_ERROR(Config::preset_named("huge"), "unknown preset 'huge'");
-}
-
-// ---- Hardening: each item of issue 19 that concerns the copy task ----
-
-// A quick run (a few steps of the tiny model) in a fresh directory.
-Config quick_config() {
-  Config c = Config::preset_named("tiny");
-  c.batch = 8, c.steps = 4, c.eval_every = 2, c.eval_samples = 4, c.final_samples = 4;
-  c.checkpoint_every = 2;
-  return c;
-}
-
-TrainOptions quick_options(const std::string& name) {
-  TrainOptions o;
-  o.quiet = true;
-  o.out_dir = temp_dir(name);
-  return o;
-}
-
-// A copy of checkpoint `from` at `to` with some metadata changed (tensors as they were).
-void rewrite_metadata(const std::string& from, const std::string& to,
-                      const std::map<std::string, std::string>& changes) {
-  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(from);
-  for (const auto& [k, v] : changes) file.metadata[k] = v;
-  sg::nn::save_safetensors(to, file.tensors, file.metadata);
-}
-
-TEST(CopyTaskConfig, ParsesStrictlyAndNamesTheKey) {
-  auto with = [](const std::string& key, const std::string& value) {
-    auto values = Config::preset_named("tiny").to_map();
-    values[key] = value;
-    return values;
-  };
-  EXPECT_SG_ERROR(Config::from_map(with("norm_first", "True")),
-                  "'norm_first' = 'True' is not true or false");
-  EXPECT_SG_ERROR(Config::from_map(with("layers", "2x")), "'layers' = '2x' is not an integer");
-  EXPECT_SG_ERROR(Config::from_map(with("layers", "")), "'layers' = '' is not an integer");
-  EXPECT_SG_ERROR(Config::from_map(with("dropout", "0.1 ")), "'dropout' = '0.1 ' is not a number");
-  EXPECT_SG_ERROR(Config::from_map(with("seed", "-1")), "'seed' = '-1' is not a seed");
-  EXPECT_SG_ERROR(Config::from_map(with("seed", "18446744073709551616")), "'seed'");
-  EXPECT_TRUE(Config::from_map(with("norm_first", "true")).norm_first);
-  EXPECT_FALSE(Config::from_map(with("norm_first", "false")).norm_first);
-  // The whole 64-bit seed range round-trips (2^64 - 1, and 2^63: not an int64).
-  Config c = Config::preset_named("tiny");
-  c.seed = std::numeric_limits<uint64_t>::max();
-  EXPECT_EQ(Config::from_map(c.to_map()).seed, c.seed);
-  c.seed = uint64_t{1} << 63;
-  EXPECT_EQ(Config::from_map(c.to_map()).seed, c.seed);
-}
-
-TEST(CopyTaskConfig, RefusesImpossibleSizesAndNonFiniteRates) {
-  Config c = Config::preset_named("tiny");
-  c.length = 576460752303423489;  // * d_model wraps around 2^64
-  EXPECT_SG_ERROR(c.validate(), "length must be in [2, 65536]");
-  c = Config::preset_named("tiny");
-  c.lr_factor = std::numeric_limits<double>::infinity();
-  EXPECT_SG_ERROR(c.validate(), "lr-factor must be positive and finite, got inf");
-  c.lr_factor = std::nan("");
-  EXPECT_SG_ERROR(c.validate(), "lr-factor must be positive and finite");
-}
-
-TEST(CopyTaskCheckpoint, ConfigIsCheckedAgainstTheTensorsBeforeBuilding) {
-  TrainOptions o = quick_options("huge_config");
-  train(quick_config(), o);
-  const std::string ckpt = o.out_dir + "/model.safetensors", bad = o.out_dir + "/bad.safetensors";
-  // Before the fix this built a model of a billion layers (then aborted out of memory).
-  rewrite_metadata(ckpt, bad, {{"config.layers", "1000000000"}});
-  EXPECT_SG_ERROR(load_checkpoint(bad), "describes a model of at least");
-  rewrite_metadata(ckpt, bad, {{"config.d_ff", "4611686018427387904"}});  // the count saturates
-  EXPECT_SG_ERROR(load_checkpoint(bad), "describes a model of at least");
-  rewrite_metadata(ckpt, bad, {{"config.length", "576460752303423489"}});
-  EXPECT_SG_ERROR(load_checkpoint(bad), "length must be in [2, 65536]");
-  rewrite_metadata(ckpt, bad, {{"config.norm_first", "True"}});
-  EXPECT_SG_ERROR(load_checkpoint(bad), "'norm_first' = 'True' is not true or false");
-  rewrite_metadata(o.out_dir + "/last.safetensors", o.out_dir + "/last.safetensors",
-                   {{"step", "3x"}});
-  o.resume = true;
-  EXPECT_SG_ERROR(train(quick_config(), o), "checkpoint metadata 'step' = '3x' is not a valid");
-  fs::remove_all(o.out_dir);
-}
-
-TEST(CopyTaskCheckpoint, NonFiniteWeightsAreNeverLoaded) {
-  TrainOptions o = quick_options("nan_weights");
-  train(quick_config(), o);
-  for (const char* name : {"model.safetensors", "last.safetensors"}) {
-    const std::string path = o.out_dir + "/" + name;
-    sg::nn::SafetensorsFile file = sg::nn::load_safetensors(path);
-    for (auto& [tensor_name, t] : file.tensors) {
-      if (t.dtype() == sg::kFloat32 && t.numel() > 3 && tensor_name.rfind("optimizer.", 0) != 0) {
-        t = t.clone();
-        t.data_ptr<float>()[3] = std::nanf("");
-        break;
-      }
-    }
-    sg::nn::save_safetensors(path, file.tensors, file.metadata);
-  }
-  EXPECT_SG_ERROR(load_checkpoint(o.out_dir + "/model.safetensors"), "holds infinities or NaNs");
-  o.resume = true;  // resuming from NaN weights used to train on to loss nan and exit 0
-  EXPECT_SG_ERROR(train(quick_config(), o), "holds infinities or NaNs");
-  fs::remove_all(o.out_dir);
-}
-
-TEST(CopyTaskTraining, ADivergedRunStopsAndSavesNoBrokenModel) {
-  Config c = quick_config();
-  c.steps = 40, c.eval_every = 1, c.checkpoint_every = 1, c.warmup = 1;
-  c.lr_factor = 1e30;  // finite, but the weights blow up within a few steps
-  TrainOptions o = quick_options("diverged");
-  try {
-    train(c, o);
-    ADD_FAILURE() << "a run at lr-factor 1e30 finished";
-  } catch (const sg::Error& e) {
-    const std::string what = e.what();
-    EXPECT_TRUE(what.find("the training loss is") != std::string::npos ||
-                what.find("holds infinities or NaNs; not saving it") != std::string::npos)
-        << what;
-    EXPECT_NE(what.find("step "), std::string::npos) << what;
-  }
-  // Whatever was saved before it diverged is finite (load_checkpoint refuses anything else).
-  for (const char* name : {"model.safetensors", "last.safetensors"}) {
-    if (fs::exists(o.out_dir + "/" + name)) {
-      EXPECT_NO_THROW(load_checkpoint(o.out_dir + "/" + name));
-    }
-  }
-  fs::remove_all(o.out_dir);
-}
-
-TEST(CopyTaskCheckpoint, AnExistingRunIsReplacedOnlyWhenAsked) {
-  TrainOptions o = quick_options("overwrite");
-  train(quick_config(), o);
-  const std::string before =
-      sg::nn::load_safetensors(o.out_dir + "/model.safetensors").metadata.at("history");
-  Config other = quick_config();
-  other.seed = 5;
-  EXPECT_SG_ERROR(train(other, o), "already holds a run");
-  EXPECT_EQ(sg::nn::load_safetensors(o.out_dir + "/model.safetensors").metadata.at("history"),
-            before);  // untouched
-  o.overwrite = true;
-  o.resume = true;
-  EXPECT_SG_ERROR(train(other, o), "--resume and --overwrite exclude each other");
-  o.resume = false;
-  train(other, o);
-  EXPECT_NE(sg::nn::load_safetensors(o.out_dir + "/model.safetensors").metadata.at("history"),
-            before);
-  fs::remove_all(o.out_dir);
-}
-
-TEST(CopyTaskCheckpoint, LastIsOneFileAndAMismatchedOldPairIsRefused) {
-  TrainOptions o = quick_options("pair");
-  Config c = quick_config();
-  train(c, o);
-  const std::string last = o.out_dir + "/last.safetensors";
-  sg::nn::SafetensorsFile file = sg::nn::load_safetensors(last);
-  // The optimizer's state is in the same file as the model's.
-  sg::nn::NamedTensors model, optim;
-  for (const auto& [name, t] : file.tensors) {
-    (name.rfind("optimizer.", 0) == 0 ? optim : model).emplace_back(name, t);
-  }
-  ASSERT_FALSE(optim.empty());
-  EXPECT_FALSE(fs::exists(o.out_dir + "/last.optim.safetensors"));
-  // The older layout, two files, written from different steps (a run killed between the two).
-  for (auto& [name, _] : optim) name = name.substr(std::string("optimizer.").size());
-  sg::nn::save_safetensors(last, model, file.metadata);
-  sg::nn::Metadata old = file.metadata;
-  old["step"] = "2";
-  sg::nn::save_safetensors(o.out_dir + "/last.optim.safetensors", optim, old);
-  o.resume = true;
-  c.steps = 6;
-  EXPECT_SG_ERROR(train(c, o), "were not written together");
-  // A matching old pair resumes, and is replaced by the one file.
-  sg::nn::save_safetensors(o.out_dir + "/last.optim.safetensors", optim, file.metadata);
-  EXPECT_EQ(train(c, o).steps, 6);
-  EXPECT_FALSE(fs::exists(o.out_dir + "/last.optim.safetensors"));
-  fs::remove_all(o.out_dir);
-}
-
-TEST(CopyTaskCheckpoint, StaleTemporaryFilesOfKilledWritersAreRemoved) {
-  TrainOptions o = quick_options("stale");
-  train(quick_config(), o);
-  const pid_t dead = ::fork();  // a pid that is certainly not running any more
-  if (dead == 0) ::_exit(0);
-  ASSERT_GT(dead, 0);
-  ::waitpid(dead, nullptr, 0);
-  const std::string stale = fmt::format("{}/last.safetensors.tmp-{}", o.out_dir, dead);
-  const std::string alive = fmt::format("{}/model.safetensors.tmp-{}", o.out_dir, ::getppid());
-  std::ofstream(stale) << "half a checkpoint";
-  std::ofstream(alive) << "being written by a live process";
-  o.resume = true;
-  Config c = quick_config();
-  c.steps = 6;
-  train(c, o);
-  EXPECT_FALSE(fs::exists(stale));
-  EXPECT_TRUE(fs::exists(alive));  // its writer may still finish
-  fs::remove_all(o.out_dir);
-}
-
-TEST(CopyTaskCheckpoint, AFailedWriteSaysWhyAndLeavesNoTemporaryFile) {
-  // A file size limit stands in for a full disk: writes past it fail with EFBIG.
-  const std::string dir = temp_dir("full");
-  struct rlimit old {};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);  // or the kernel would kill the process
-  struct rlimit small = old;
-  small.rlim_cur = 1000;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  std::string what;
-  try {
-    sg::examples::write_file_atomically(dir + "/metrics.json", std::string(5000, 'x'));
-  } catch (const sg::Error& e) {
-    what = e.what();
-  }
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  ::signal(SIGXFSZ, old_handler);
-  EXPECT_NE(what.find("File too large"), std::string::npos) << what;
-  EXPECT_TRUE(fs::is_empty(dir)) << "a temporary file was left behind";
-  fs::remove_all(dir);
 }
 
 TEST(CopyTaskAnomaly, ABlownUpLearningRateIsCaughtAtTheFirstNonFiniteOp) {

@@ -58,6 +58,39 @@ input=$dir/words expect_ok "world " pronounce --checkpoint "$dir/run/model.safet
   --attention "$dir/hello.svg"
 [[ -s $dir/hello.svg ]] && passes=$((passes + 1)) || { echo "FAIL: no attention SVG"; failures=$((failures + 1)); }
 expect_error "no words given" pronounce --checkpoint "$dir/run/model.safetensors"
+# Sizes its own loader would refuse are refused before training; numbers are not saturated.
+expect_error "--layers: '65' is not an integer in [1, 64]" train --data "$dict" --out "$dir/x" --layers 65
+expect_error "--heads: '257' is not an integer in [1, 256]" train --data "$dict" --out "$dir/x" --heads 257
+expect_error "--ffn: '65537' is not an integer in [1, 65536]" train --data "$dict" --out "$dir/x" --ffn 65537
+expect_error "--steps: '99999999999999999999' is not an integer" train --data "$dict" --out "$dir/x" \
+  --steps 99999999999999999999
+# Words the model cannot take are found when the dictionary is read, with the file and line.
+{ printf 'good G UH1 D\ncaf\xc3\xa9 K AE0 F EY1\n'; cat "$dict"; } >"$dir/accent.dict"
+expect_error "accent.dict:2: the word" train --data "$dir/accent.dict" --out "$dir/x" "${tiny[@]}"
+[[ ! -e $dir/x/last.safetensors ]] && passes=$((passes + 1)) || {
+  echo "FAIL: a checkpoint was written from a dictionary with a bad word"; failures=$((failures + 1)); }
+# A FIFO as --data is refused at once (it used to block forever).
+mkfifo "$dir/fifo.dict"
+expect_error "is not a regular file" train --data "$dir/fifo.dict" --out "$dir/x"
+# A resumed run keeps its configuration.
+expect_error "--label-smoothing is 0.1 in $dir/run/last.safetensors, 0.3 now" train --data "$dict" \
+  --out "$dir/run" "${tiny[@]}" --resume --label-smoothing 0.3
+# pronounce: a word the model cannot spell is named on stderr (exit 1), the others still come,
+# and any number of words is decoded in batches.
+"$bin" pronounce --checkpoint "$dir/run/model.safetensors" --beam 1 tensor r2d2 world \
+  >"$dir/out" 2>"$dir/err" </dev/null
+status=$?
+if [[ $status -eq 1 ]] && grep -q "cannot pronounce 'r2d2': its letter '2'" "$dir/err" &&
+   grep -q "^tensor " "$dir/out" && grep -q "^world " "$dir/out"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: pronounce with an unspellable word: status $status"; cat "$dir/out" "$dir/err"
+  failures=$((failures + 1))
+fi
+grep -v '^;;;' "$dict" | awk '{print $1}' | sed 's/(.*//' | head -300 >"$dir/many"
+input=$dir/many expect_ok "abbreviate " pronounce --checkpoint "$dir/run/model.safetensors" --beam 2
+[[ $(wc -l <"$dir/out") -eq 300 ]] && passes=$((passes + 1)) || {
+  echo "FAIL: pronounce of 300 words printed $(wc -l <"$dir/out") lines"; failures=$((failures + 1)); }
 expect_error "not a valid safetensors file" pronounce --checkpoint "$dir/run/loss.svg" w
 
 echo "g2p cli: $passes passed, $failures failed"

@@ -1,11 +1,13 @@
 // examples/g2p: a short training run on the committed dictionary slice (the loss must fall), an
 // exact resume (loader position and dropout generator included), and clear errors for bad data.
+// (Bad input and broken files beyond that: test_g2p_hardening.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "tests/g2p/g2p_testing.h"
 #include "tests/support/testing.h"
 #include "trainer.h"
 
@@ -13,13 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fixture() { return std::string(SG_TEST_DATA_DIR) + "/cmudict_slice.dict"; }
-
-std::string temp_dir(const std::string& name) {
-  const std::string dir = (fs::temp_directory_path() / ("sg_g2p_" + name)).string();
-  fs::remove_all(dir);
-  return dir;
-}
+using g2p::testing::fixture;
+using g2p::testing::temp_dir;
 
 g2p::Config small_config() {
   g2p::Config c;
@@ -85,19 +82,27 @@ TEST(G2pTraining, ResumeIsExact) {
   fs::remove_all(temp_dir("whole"));
 }
 
+// The lr the trainer gives the update after `step` completed ones: the library's schedule
+// (Config::make_schedule) on the config's base lr.
+double lr_at(const g2p::Config& c, int64_t step) {
+  sg::Tensor p = sg::zeros({1}).requires_grad_();
+  sg::optim::Adam opt({p}, {.lr = c.base_lr()});
+  return c.make_schedule(opt)->lr_at(step);
+}
+
 TEST(G2pTraining, Schedules) {
   g2p::Config c = small_config();
   // Noam: a linear rise to factor / sqrt(d_model * warmup) at `warmup`, then 1/sqrt(step).
-  EXPECT_NEAR(g2p::learning_rate(c, 40), 1.0 / std::sqrt(32.0 * 40.0), 1e-12);
-  EXPECT_NEAR(g2p::learning_rate(c, 160), g2p::learning_rate(c, 40) / 2, 1e-12);
-  EXPECT_NEAR(g2p::learning_rate(c, 20), g2p::learning_rate(c, 40) / 2, 1e-12);
+  EXPECT_NEAR(lr_at(c, 40), 1.0 / std::sqrt(32.0 * 40.0), 1e-12);
+  EXPECT_NEAR(lr_at(c, 160), lr_at(c, 40) / 2, 1e-12);
+  EXPECT_NEAR(lr_at(c, 20), lr_at(c, 40) / 2, 1e-12);
   // Cosine: up to lr at `warmup`, half of it halfway through the decay, 0 at `steps`.
   c.schedule = "cosine", c.lr = 3e-3;
-  EXPECT_NEAR(g2p::learning_rate(c, 20), 1.5e-3, 1e-15);
-  EXPECT_NEAR(g2p::learning_rate(c, 40), 3e-3, 1e-15);
-  EXPECT_NEAR(g2p::learning_rate(c, 120), 1.5e-3, 1e-15);
-  EXPECT_NEAR(g2p::learning_rate(c, 200), 0.0, 1e-15);
-  EXPECT_GT(g2p::learning_rate(c, 100), g2p::learning_rate(c, 101));
+  EXPECT_NEAR(lr_at(c, 20), 1.5e-3, 1e-15);
+  EXPECT_NEAR(lr_at(c, 40), 3e-3, 1e-15);
+  EXPECT_NEAR(lr_at(c, 120), 1.5e-3, 1e-15);
+  EXPECT_NEAR(lr_at(c, 200), 0.0, 1e-15);
+  EXPECT_GT(lr_at(c, 100), lr_at(c, 101));
   g2p::Config bad = c;
   bad.lr = 0;
   EXPECT_SG_ERROR(bad.validate(), "--schedule cosine needs --lr > 0");

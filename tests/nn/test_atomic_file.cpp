@@ -95,5 +95,29 @@ TEST(SerializeAtomicFile, UnwritableLocationNamesThePath) {
                   "save: cannot write " + (dir / "missing/f") + ": cannot create");
 }
 
+TEST(SerializeAtomicFile, WriteFileAtomicallySaysWhyAWriteFailedAndLeavesNoTemporaryFile) {
+  // A file size limit stands in for a full disk: writes past it fail with EFBIG.
+  TempDir dir;
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);  // or the kernel would kill the process
+  struct rlimit small = old;
+  small.rlim_cur = 1000;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string what;
+  try {
+    write_file_atomically(dir / "metrics.json", std::string(5000, 'x'));
+  } catch (const sg::Error& e) {
+    what = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(what.find("File too large"), std::string::npos) << what;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "a temporary file was left behind";
+  // A folder that does not exist yet is created.
+  write_file_atomically(dir / "a/b/c.txt", "text");
+  EXPECT_EQ(read_bytes(dir / "a/b/c.txt"), "text");
+}
+
 }  // namespace
 }  // namespace sg::nn

@@ -1,6 +1,10 @@
 // sg::data: the CMU dictionary reader, vocabularies, the split by word, the bucketing loader.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -48,6 +52,21 @@ TEST(Cmudict, BadLinesNameFileAndLine) {
   EXPECT_SG_ERROR(parse("ok OW1 K EY1\nbad b AE1 D\n"), "test.dict:2: 'b' is not an ARPAbet");
   EXPECT_SG_ERROR(parse("bad B AE3 D\n"), "test.dict:1");
   EXPECT_SG_ERROR(read_cmudict("/nonexistent/cmudict.dict"), "get_cmudict.sh");
+}
+
+TEST(Cmudict, EntriesKnowTheirLineAndAFifoIsRefusedNotWaitedOn) {
+  auto entries = parse(";;; comment\nread R EH1 D\n\nread(2) R IY1 D\n");
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].line, 2);
+  EXPECT_EQ(entries[1].line, 4);
+  const std::string fifo =
+      (std::filesystem::temp_directory_path() / ("sg_cmudict_fifo_" + std::to_string(::getpid())))
+          .string();
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO for reading would wait for a writer forever.
+  EXPECT_SG_ERROR(read_cmudict(fifo), "is not a regular file");
+  std::filesystem::remove(fifo);
 }
 
 TEST(Cmudict, ReadsTheFixture) {

@@ -1,0 +1,101 @@
+#include "nn/train/checkpoint.h"
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "nn/serialize.h"
+
+namespace sg::train {
+
+namespace fs = std::filesystem;
+
+int64_t Checkpoint::model_values() const {
+  int64_t values = 0;
+  for (const auto& [_, t] : model) values += t.numel();
+  return values;
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer* optimizer, const nn::Metadata& metadata) {
+  nn::NamedTensors unit = model.state_dict();
+  if (optimizer) {
+    for (const auto& [name, t] : optimizer->state()) unit.emplace_back(kOptimizerPrefix + name, t);
+  }
+  nn::save_safetensors(path, unit, metadata);
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  SG_CHECK(fs::exists(path), "checkpoint {} does not exist", path);
+  nn::SafetensorsFile file = nn::load_safetensors(path);
+  Checkpoint c{path, {}, {}, std::move(file.metadata), path};
+  const std::string prefix = kOptimizerPrefix;
+  for (auto& [name, t] : file.tensors) {
+    if (name.starts_with(prefix)) {
+      c.optimizer.emplace_back(name.substr(prefix.size()), t);
+    } else {
+      c.model.emplace_back(name, t);
+    }
+  }
+  if (auto bad = first_non_finite(c.model)) {
+    SG_FAIL("checkpoint {}: tensor '{}' holds infinities or NaNs (saved from a diverged run?)",
+            path, *bad);
+  }
+  return c;
+}
+
+int64_t min_state_values(const nn::TransformerOptions& o) {
+  // Each encoder and decoder layer holds two feed-forward matrices of d_model x d_ff values; the
+  // two embeddings vocab x d_model; the positional table (a buffer or a parameter)
+  // max_len x d_model. Counted with overflow checks: a saturated count only means "more than any
+  // file holds".
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  int64_t total = 0;
+  const int64_t layers = o.num_encoder_layers + o.num_decoder_layers;
+  for (const std::vector<int64_t>& factors : {std::vector<int64_t>{2, layers, o.d_model, o.d_ff},
+                                              {o.src_vocab, o.d_model},
+                                              {o.tgt_vocab, o.d_model},
+                                              {o.max_len, o.d_model}}) {
+    int64_t product = 1;
+    for (int64_t f : factors) {
+      if (__builtin_mul_overflow(product, f, &product)) return max;
+    }
+    if (__builtin_add_overflow(total, product, &total)) return max;
+  }
+  return total;
+}
+
+void check_fits(const Checkpoint& c, const nn::TransformerOptions& options) {
+  const int64_t needed = min_state_values(options), held = c.model_values();
+  SG_CHECK(needed <= held,
+           "checkpoint {}: its config ({}) describes a model of at least {} values, but the file "
+           "holds {}",
+           c.path, options.to_string(), needed, held);
+}
+
+void restore(const Checkpoint& c, nn::Module& model, optim::Optimizer* optimizer) {
+  nn::load(model, c.model, c.path);
+  if (optimizer) restore_optimizer(c, *optimizer);
+}
+
+void restore_optimizer(const Checkpoint& c, optim::Optimizer& optimizer) {
+  SG_CHECK(!c.optimizer.empty(), "--resume: {} holds no optimizer state", c.path);
+  try {
+    optimizer.load_state(c.optimizer);
+  } catch (const sg::Error& e) {
+    SG_FAIL("--resume: the optimizer state in {} does not match: {}", c.optimizer_path, e.what());
+  }
+}
+
+std::optional<std::string> first_non_finite(const nn::NamedTensors& tensors) {
+  NoGradGuard no_grad;
+  for (const auto& [name, t] : tensors) {
+    if (!is_floating(t.dtype()) || t.numel() == 0) continue;
+    // x * 0 is 0 for every finite x and NaN for an infinity or a NaN: one value to read back.
+    if (!std::isfinite((t * 0.0).sum().item<double>())) return name;
+  }
+  return std::nullopt;
+}
+
+}  // namespace sg::train

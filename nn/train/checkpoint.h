@@ -1,0 +1,62 @@
+// The one-file checkpoint of a training run: the model's tensors, the optimizer's state (tensors
+// named "optimizer.<name>") and the run's metadata in one safetensors file, written atomically, so
+// weights and optimizer always come from the same step. Reading checks a file before any model is
+// built from it.
+//
+//   sg::train::save_checkpoint(dir + "/last.safetensors", model, &optimizer, metadata);
+//   sg::train::Checkpoint c = sg::train::read_checkpoint(path);   // exists, finite, split
+//   sg::train::check_fits(c, config.model_options());   // before building: sizes vs the file
+//   sg::train::restore(c, model, &optimizer);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "nn/module.h"
+#include "nn/optim/optimizer.h"
+#include "nn/safetensors.h"
+#include "nn/transformer_options.h"
+
+namespace sg::train {
+
+// The optimizer's state sits beside the model's under this prefix.
+inline constexpr const char* kOptimizerPrefix = "optimizer.";
+
+struct Checkpoint {
+  std::string path;
+  nn::NamedTensors model;      // the module's state_dict
+  nn::NamedTensors optimizer;  // the optimizer's state, prefix removed (none in a model-only file)
+  nn::Metadata metadata;
+  std::string optimizer_path;    // where the optimizer state came from (path, or an older file)
+  int64_t model_values() const;  // elements of all the model's tensors
+};
+
+// Writes model.state_dict(), the optimizer's state (when given) and the metadata in one file,
+// atomically (a crash leaves the old file or the new one).
+void save_checkpoint(const std::string& path, const nn::Module& model,
+                     const optim::Optimizer* optimizer, const nn::Metadata& metadata);
+
+// Reads a checkpoint and checks it: it exists, is a valid safetensors file, and no tensor of the
+// model holds an infinity or a NaN (a file saved from a diverged run).
+Checkpoint read_checkpoint(const std::string& path);
+
+// A lower bound on the values in a Transformer's state (parameters and buffers), computed without
+// building it; saturates at INT64_MAX instead of overflowing.
+int64_t min_state_values(const nn::TransformerOptions& options);
+// Refuses a checkpoint holding fewer model values than `options` needs: a config such as
+// layers=1000000000 is refused before it allocates anything. The exact check, name by name and
+// shape by shape, comes when the tensors are copied in (restore).
+void check_fits(const Checkpoint& checkpoint, const nn::TransformerOptions& options);
+
+// Copies the checkpoint's tensors into the model, and its optimizer state into `optimizer` when
+// given. Each of the two loads all or nothing (nn::load, Optimizer::load_state); errors name the
+// file.
+void restore(const Checkpoint& checkpoint, nn::Module& model, optim::Optimizer* optimizer);
+// The optimizer's part alone (for a model already loaded): its state must be there.
+void restore_optimizer(const Checkpoint& checkpoint, optim::Optimizer& optimizer);
+
+// The name of the first floating-point tensor holding an infinity or a NaN, if any.
+std::optional<std::string> first_non_finite(const nn::NamedTensors& tensors);
+
+}  // namespace sg::train
