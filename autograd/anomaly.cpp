@@ -88,11 +88,18 @@ std::string CallSite::str() const {
     return "an unknown place (a C++ operator such as a * b, called outside any op that records "
            "its caller; write sg::mul(a, b) to have the line)";
   }
-  // Paths inside this project are shown relative to its root (nn/linear.cpp:40), others whole.
+  return fmt::format("{} in {}", file_line(), location_.function_name());
+}
+
+std::string CallSite::file_line() const {
+  if (!known_) return "an unknown place";
+  // Paths inside this project are shown relative to its root (nn/linear.cpp:40), others whole; a
+  // path the build gave relative to its folder (../tests/x.cpp from build/) loses its ../ too.
   std::string_view file = location_.file_name();
   const std::string_view root = SG_SOURCE_DIR "/";
   if (file.starts_with(root)) file.remove_prefix(root.size());
-  return fmt::format("{}:{} in {}", file, location_.line(), location_.function_name());
+  while (file.starts_with("../")) file.remove_prefix(3);
+  return fmt::format("{}:{}", file, location_.line());
 }
 
 bool is_anomaly_enabled() { return anomaly_state().load(std::memory_order_relaxed); }
@@ -103,6 +110,14 @@ namespace detail {
 bool anomaly_flag() { return anomaly_state().load(std::memory_order_relaxed); }
 void set_call_site(const CallSite* site) { current_site = site; }
 const CallSite* call_site() { return current_site; }
+
+std::string with_call_site(std::string message) {
+  if (current_site == nullptr) return message;
+  const std::string at = fmt::format(" (at {})", current_site->file_line());
+  // A message caught and thrown again inside the same op already ends with it.
+  if (!message.ends_with(at)) message += at;
+  return message;
+}
 
 BackwardScope::BackwardScope() : previous_(in_backward) { in_backward = true; }
 BackwardScope::~BackwardScope() { in_backward = previous_; }

@@ -1,4 +1,4 @@
-// CallSite: where user code called an op, for anomaly mode's messages (autograd/anomaly.h).
+// CallSite: where user code called an op, for error messages and anomaly mode's reports.
 //
 //   Tensor log(const Tensor& x, CallSite site = CallSite::current());   // in ops.h
 //   auto y = sg::log(x);   // site = this file, this line, this function
@@ -7,9 +7,11 @@
 // the call is written. Every public op (ops.h) and Tensor method takes one as its last parameter;
 // the op's first line opens a CallSiteScope with it. Scopes nest and the OUTERMOST wins, so an op
 // that calls other ops (fused_linear -> linear_composed -> matmul) reports the user's line, not
-// its own. Off (anomaly mode not enabled), a scope is one flag test: nothing is stored.
-// C++ operators (a * b) cannot take an extra argument; they report the enclosing captured call, if
-// any (see docs/design.md, "Anomaly mode").
+// its own. An sg::Error thrown inside names that line (`matmul: shapes [2, 3] and [4, 5] cannot
+// be multiplied (3 != 4) (at train.cpp:42)`), and anomaly mode names it too.
+// C++ operators (a * b) cannot take an extra argument, so one of their operands is an
+// Operand (tensor.h): its implicit conversion takes the default argument instead, evaluated in
+// the user's expression.
 #pragma once
 
 #include <source_location>
@@ -27,6 +29,8 @@ class CallSite {
   const std::source_location& location() const { return location_; }
   // "examples/model.cpp:42 in Tensor Model::forward(const Tensor&)", or "an unknown place".
   std::string str() const;
+  // "examples/model.cpp:42" (files of this project relative to its root).
+  std::string file_line() const;
 
  private:
   // No default constructor: x.sum({}) must mean "all dims", not an empty CallSite.
@@ -42,11 +46,11 @@ const CallSite* call_site();
 }  // namespace detail
 
 // Makes `site` the current call site for the ops run inside this scope, unless an outer scope
-// already set one. Does nothing while anomaly mode is off.
+// already set one.
 class CallSiteScope {
  public:
   explicit CallSiteScope(const CallSite& site) {
-    if (!detail::anomaly_flag() || detail::call_site() != nullptr || !site.known()) return;
+    if (detail::call_site() != nullptr || !site.known()) return;
     detail::set_call_site(&site);
     owner_ = true;
   }

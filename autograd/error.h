@@ -1,6 +1,6 @@
 // Errors: every failure is an sg::Error whose message starts with the operation and names the
-// shapes, dtypes or values involved, e.g.
-//   matmul: shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4)
+// shapes, dtypes or values involved, and, for an op called from user code, where that call is:
+//   matmul: shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4) (at train.cpp:42)
 #pragma once
 
 #include <fmt/format.h>
@@ -11,9 +11,16 @@
 
 namespace sg {
 
+namespace detail {
+// The message with " (at file:line)" of the user's call that is running, if any (call_site.h).
+std::string with_call_site(std::string message);
+}  // namespace detail
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  // Inside an op called by user code, the message ends with where that call is written.
+  explicit Error(const std::string& message)
+      : std::runtime_error(detail::with_call_site(message)) {}
 };
 
 }  // namespace sg

@@ -260,43 +260,55 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+// One tensor operand of a C++ operator (a + b, -a, x < 0.5), with where the operator is written.
+// An operator cannot take a CallSite parameter as an op does (call_site.h), but this implicit
+// conversion from a Tensor can: its default argument is evaluated in the user's expression, so
+// `a / b` with bad shapes names the user's line, as sg::div(a, b) does.
+class Operand {
+ public:
+  Operand(const Tensor& t, std::source_location loc = std::source_location::current())
+      : tensor(t), site(CallSite::current(loc)) {}
+  const Tensor& tensor;
+  CallSite site;
+};
+
 // Elementwise arithmetic with broadcasting; a double operand becomes a 0-d tensor of the other
 // operand's dtype (int64 tensors meeting a fractional double become float32, as in PyTorch).
-Tensor operator+(const Tensor& a, const Tensor& b);
-Tensor operator-(const Tensor& a, const Tensor& b);
-Tensor operator*(const Tensor& a, const Tensor& b);
-Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, double b);
-Tensor operator-(const Tensor& a, double b);
-Tensor operator*(const Tensor& a, double b);
-Tensor operator/(const Tensor& a, double b);
-Tensor operator+(double a, const Tensor& b);
-Tensor operator-(double a, const Tensor& b);
-Tensor operator*(double a, const Tensor& b);
-Tensor operator/(double a, const Tensor& b);
-Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, Operand b);
+Tensor operator-(const Tensor& a, Operand b);
+Tensor operator*(const Tensor& a, Operand b);
+Tensor operator/(const Tensor& a, Operand b);
+Tensor operator+(Operand a, double b);
+Tensor operator-(Operand a, double b);
+Tensor operator*(Operand a, double b);
+Tensor operator/(Operand a, double b);
+Tensor operator+(double a, Operand b);
+Tensor operator-(double a, Operand b);
+Tensor operator*(double a, Operand b);
+Tensor operator/(double a, Operand b);
+Tensor operator-(Operand a);
 
 // Elementwise comparisons with broadcasting, as in PyTorch: bool tensors, for masks
 // (x.masked_fill(x == 0, v), 0 < x). They compare values; whether two handles are the same tensor
 // is a.is_same(b).
-Tensor operator==(const Tensor& a, const Tensor& b);
-Tensor operator!=(const Tensor& a, const Tensor& b);
-Tensor operator<(const Tensor& a, const Tensor& b);
-Tensor operator<=(const Tensor& a, const Tensor& b);
-Tensor operator>(const Tensor& a, const Tensor& b);
-Tensor operator>=(const Tensor& a, const Tensor& b);
-Tensor operator==(const Tensor& a, double b);
-Tensor operator!=(const Tensor& a, double b);
-Tensor operator<(const Tensor& a, double b);
-Tensor operator<=(const Tensor& a, double b);
-Tensor operator>(const Tensor& a, double b);
-Tensor operator>=(const Tensor& a, double b);
-Tensor operator==(double a, const Tensor& b);
-Tensor operator!=(double a, const Tensor& b);
-Tensor operator<(double a, const Tensor& b);
-Tensor operator<=(double a, const Tensor& b);
-Tensor operator>(double a, const Tensor& b);
-Tensor operator>=(double a, const Tensor& b);
+Tensor operator==(const Tensor& a, Operand b);
+Tensor operator!=(const Tensor& a, Operand b);
+Tensor operator<(const Tensor& a, Operand b);
+Tensor operator<=(const Tensor& a, Operand b);
+Tensor operator>(const Tensor& a, Operand b);
+Tensor operator>=(const Tensor& a, Operand b);
+Tensor operator==(Operand a, double b);
+Tensor operator!=(Operand a, double b);
+Tensor operator<(Operand a, double b);
+Tensor operator<=(Operand a, double b);
+Tensor operator>(Operand a, double b);
+Tensor operator>=(Operand a, double b);
+Tensor operator==(double a, Operand b);
+Tensor operator!=(double a, Operand b);
+Tensor operator<(double a, Operand b);
+Tensor operator<=(double a, Operand b);
+Tensor operator>(double a, Operand b);
+Tensor operator>=(double a, Operand b);
 
 }  // namespace sg
 

@@ -265,78 +265,46 @@ std::vector<Tensor> Tensor::chunk(int64_t n, int64_t d, CallSite site) const {
 }
 
 // ---- operators ----
+// Each names the user's line through its Operand (tensor.h).
+Tensor operator+(const Tensor& a, Operand b) { return add(a, b.tensor, 1.0, b.site); }
+Tensor operator-(const Tensor& a, Operand b) { return sub(a, b.tensor, 1.0, b.site); }
+Tensor operator*(const Tensor& a, Operand b) { return mul(a, b.tensor, b.site); }
+Tensor operator/(const Tensor& a, Operand b) { return div(a, b.tensor, b.site); }
+Tensor operator+(Operand a, double b) {
+  return add(a.tensor, scalar_like(a.tensor, b), 1.0, a.site);
+}
+Tensor operator-(Operand a, double b) {
+  return sub(a.tensor, scalar_like(a.tensor, b), 1.0, a.site);
+}
+Tensor operator*(Operand a, double b) { return mul(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator/(Operand a, double b) { return div(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator+(double a, Operand b) {
+  return add(scalar_like(b.tensor, a), b.tensor, 1.0, b.site);
+}
+Tensor operator-(double a, Operand b) {
+  return sub(scalar_like(b.tensor, a), b.tensor, 1.0, b.site);
+}
+Tensor operator*(double a, Operand b) { return mul(scalar_like(b.tensor, a), b.tensor, b.site); }
+Tensor operator/(double a, Operand b) { return div(scalar_like(b.tensor, a), b.tensor, b.site); }
+Tensor operator-(Operand a) { return neg(a.tensor, a.site); }
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b, 1.0, CallSite::unknown()); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b, 1.0, CallSite::unknown()); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b, CallSite::unknown()); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b, CallSite::unknown()); }
-Tensor operator+(const Tensor& a, double b) {
-  return add(a, scalar_like(a, b), 1.0, CallSite::unknown());
-}
-Tensor operator-(const Tensor& a, double b) {
-  return sub(a, scalar_like(a, b), 1.0, CallSite::unknown());
-}
-Tensor operator*(const Tensor& a, double b) {
-  return mul(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator/(const Tensor& a, double b) {
-  return div(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator+(double a, const Tensor& b) {
-  return add(scalar_like(b, a), b, 1.0, CallSite::unknown());
-}
-Tensor operator-(double a, const Tensor& b) {
-  return sub(scalar_like(b, a), b, 1.0, CallSite::unknown());
-}
-Tensor operator*(double a, const Tensor& b) {
-  return mul(scalar_like(b, a), b, CallSite::unknown());
-}
-Tensor operator/(double a, const Tensor& b) {
-  return div(scalar_like(b, a), b, CallSite::unknown());
-}
-Tensor operator-(const Tensor& a) { return neg(a, CallSite::unknown()); }
-
-Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b, CallSite::unknown()); }
-Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b, CallSite::unknown()); }
-Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b, CallSite::unknown()); }
-Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b, CallSite::unknown()); }
-Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b, CallSite::unknown()); }
-Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b, CallSite::unknown()); }
-Tensor operator==(const Tensor& a, double b) {
-  return eq(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator!=(const Tensor& a, double b) {
-  return ne(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator<(const Tensor& a, double b) {
-  return lt(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator<=(const Tensor& a, double b) {
-  return le(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator>(const Tensor& a, double b) {
-  return gt(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator>=(const Tensor& a, double b) {
-  return ge(a, scalar_like(a, b), CallSite::unknown());
-}
-Tensor operator==(double a, const Tensor& b) {
-  return eq(scalar_like(b, a), b, CallSite::unknown());
-}
-Tensor operator!=(double a, const Tensor& b) {
-  return ne(scalar_like(b, a), b, CallSite::unknown());
-}
-Tensor operator<(double a, const Tensor& b) {
-  return lt(scalar_like(b, a), b, CallSite::unknown());
-}
-Tensor operator<=(double a, const Tensor& b) {
-  return le(scalar_like(b, a), b, CallSite::unknown());
-}
-Tensor operator>(double a, const Tensor& b) {
-  return gt(scalar_like(b, a), b, CallSite::unknown());
-}
-Tensor operator>=(double a, const Tensor& b) {
-  return ge(scalar_like(b, a), b, CallSite::unknown());
-}
+Tensor operator==(const Tensor& a, Operand b) { return eq(a, b.tensor, b.site); }
+Tensor operator!=(const Tensor& a, Operand b) { return ne(a, b.tensor, b.site); }
+Tensor operator<(const Tensor& a, Operand b) { return lt(a, b.tensor, b.site); }
+Tensor operator<=(const Tensor& a, Operand b) { return le(a, b.tensor, b.site); }
+Tensor operator>(const Tensor& a, Operand b) { return gt(a, b.tensor, b.site); }
+Tensor operator>=(const Tensor& a, Operand b) { return ge(a, b.tensor, b.site); }
+Tensor operator==(Operand a, double b) { return eq(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator!=(Operand a, double b) { return ne(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator<(Operand a, double b) { return lt(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator<=(Operand a, double b) { return le(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator>(Operand a, double b) { return gt(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator>=(Operand a, double b) { return ge(a.tensor, scalar_like(a.tensor, b), a.site); }
+Tensor operator==(double a, Operand b) { return eq(scalar_like(b.tensor, a), b.tensor, b.site); }
+Tensor operator!=(double a, Operand b) { return ne(scalar_like(b.tensor, a), b.tensor, b.site); }
+Tensor operator<(double a, Operand b) { return lt(scalar_like(b.tensor, a), b.tensor, b.site); }
+Tensor operator<=(double a, Operand b) { return le(scalar_like(b.tensor, a), b.tensor, b.site); }
+Tensor operator>(double a, Operand b) { return gt(scalar_like(b.tensor, a), b.tensor, b.site); }
+Tensor operator>=(double a, Operand b) { return ge(scalar_like(b.tensor, a), b.tensor, b.site); }
 
 }  // namespace sg

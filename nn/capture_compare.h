@@ -1,4 +1,4 @@
-// Comparing two captures of one training step (issue 20's first-divergent-op finder): the same
+// Comparing two captures of one training step (the first-divergent-op finder, scripts/find_divergence.sh): the same
 // model, weights and batch run by two implementations, each saving every module's output, every
 // parameter's gradient and the loss under the same names, in execution order.
 //

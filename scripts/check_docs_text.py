@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks the tutorial's sources for text that a careless escape turned into something else.
+"""Checks the tutorial's sources for text that a careless escape turned into something else, and
+the product's pages and code for words that belong to its history.
 
     /usr/bin/python3 scripts/check_docs_text.py          # exit 1 with one line per problem
 
@@ -11,6 +12,11 @@ then renders "rac" as letters, with no error, so only the sources show it. Two c
    scripts, styles) or in README.md, examples/README.md and mkdocs.yml;
 2. no inline formula ($...$) broken across lines where the new line starts with what is left of a
    TeX command that begins with n (`\\ne` -> "e", `\\nabla` -> "abla", `\\neq` -> "eq"...).
+3. the product reads as a product: README files, docs/ and the code (autograd, nn, distributed,
+   examples, tests, bench, scripts, cmake) speak of scratchgrad, not of how it was built: no
+   "session", no "issue N", no absolute path of a developer's machine (/work/..., /root/...,
+   /home/...). The history lives in the git log and bench/NOTES.md (not checked), and so do raw
+   logs (bench/gpu/runs/) and data files (JSON).
 The rendered pages are checked in Chromium by scripts/check_site.py (KaTeX errors included).
 """
 import pathlib
@@ -41,6 +47,54 @@ def sources():
             yield ROOT / name
 
 
+# The product's pages and code, for check 3: (folder or file, suffixes).
+PRODUCT_SOURCES = [("README.md", None), ("examples/README.md", None), ("bench/README.md", None),
+                   ("bench/gpu/RESULTS.md", None), ("docs", {".md"}), ("mkdocs.yml", None)]
+CODE_FOLDERS = ("autograd", "nn", "distributed", "examples", "tests", "bench", "scripts", "cmake",
+                ".ci")
+CODE_SUFFIXES = {".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake", ".txt", ".in", ""}
+HISTORY = [
+    (re.compile(r"\bsessions?\b", re.I), "'session' (the history goes to bench/NOTES.md)"),
+    (re.compile(r"\bissues? #?\d+", re.I), "an issue number (the history goes to the git log)"),
+    (re.compile(r"(?<![\w.~])/(work|root|home)/"), "an absolute path of a developer's machine"),
+]
+# Words that are not history: the DevTools protocol's sessions (scripts/check_site.py).
+NOT_HISTORY = re.compile(r"self\.session|session=|sessionId|if session:")
+
+
+def product_files():
+    for name, suffixes in PRODUCT_SOURCES:
+        path = ROOT / name
+        if path.is_file():
+            yield path
+        elif path.is_dir():
+            for file in sorted(path.rglob("*")):
+                if file.is_file() and file.suffix in suffixes and "outputs" not in file.parts:
+                    yield file
+    for folder in CODE_FOLDERS:
+        for file in sorted((ROOT / folder).rglob("*")):
+            if not file.is_file() or file.suffix not in CODE_SUFFIXES:
+                continue
+            if "golden" in file.parts or "data" in file.parts or file.name == "check_docs_text.py":
+                continue
+            if file.suffix == "" and not (file.name.startswith(".") or file.name == "run"):
+                continue
+            yield file
+
+
+def history_in(path):
+    rel = path.relative_to(ROOT)
+    problems = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        if NOT_HISTORY.search(line):
+            continue
+        for pattern, what in HISTORY:
+            found = pattern.search(line)
+            if found:
+                problems.append(f"{rel}:{number}: {what}: '{found.group(0)}'")
+    return problems
+
+
 def problems_in(path):
     text = path.read_text(encoding="utf-8")
     rel = path.relative_to(ROOT)
@@ -65,12 +119,14 @@ def problems_in(path):
 
 def main():
     problems = [p for path in sources() for p in problems_in(path)]
+    problems += [p for path in product_files() for p in history_in(path)]
     for p in problems:
         print(f"check_docs_text: {p}", file=sys.stderr)
     if problems:
         print(f"check_docs_text: {len(problems)} problems", file=sys.stderr)
         return 1
-    print("check_docs_text: no control characters, no formula broken by a lost \\n")
+    print("check_docs_text: no control characters, no formula broken by a lost \\n, no history in "
+          "the product's pages and code")
     return 0
 
 

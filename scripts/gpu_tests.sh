@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU test run of issue 6, in one command, on a machine with an NVIDIA GPU:
+# The GPU test run in one command, on a machine with an NVIDIA GPU:
 #   bash scripts/gpu_tests.sh
 #
 # 1. builds everything with CUDA (Release) in $BUILD_DIR (default build-gpu);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU numbers of issue 6 in one command, on a machine with an NVIDIA GPU:
+# The GPU benchmark in one command, on a machine with an NVIDIA GPU:
 #   bash bench/gpu/run.sh                          # tiny, annotated and medium, 300 steps each
 #   PRESETS="tiny" STEPS=500 bash bench/gpu/run.sh
 #

@@ -1,5 +1,5 @@
-// PyTorch habits that compile, as they do in LibTorch: the everyday expressions that did not
-// (issue 19), each checked for what it means. The overloads' own tests are in ops/test_reduce.cpp
+// PyTorch habits that compile, as they do in LibTorch: the everyday expressions that once did
+// not, each checked for what it means. The overloads' own tests are in ops/test_reduce.cpp
 // (ReduceSingleDim) and ops/test_binary.cpp (BinaryOperators).
 #include "tests/support/testing.h"
 

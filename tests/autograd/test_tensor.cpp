@@ -158,7 +158,7 @@ TEST(PrintTest, SummarisesBigTensors) {
   EXPECT_LT(m.size(), 1000u);
 }
 
-// Issue 19: a wrapped size product used to allocate room for 4 floats for a shape of 2^64 + 4.
+// A wrapped size product used to allocate room for 4 floats for a shape of 2^64 + 4.
 TEST(FactoryHardening, EverySizeProductIsChecked) {
   const int64_t big = (int64_t{1} << 62) + 1;
   EXPECT_SG_ERROR(zeros({big, 4}), "has more elements than fit in a 64-bit size");

@@ -89,7 +89,7 @@ expect_ok "step 3: " decode --checkpoint "$ckpt" --print-logits "1 5 3 9"
 expect_error "does not combine with --beam 2" decode --checkpoint "$ckpt" --print-logits --beam 2 "1 5"
 expect_ok "->" decode --checkpoint "$ckpt" --beam 3 "5 3 9"
 expect_ok "exact match" eval --checkpoint "$ckpt" --samples 10
-# Issue 19 (hardening). An existing run is refused unless --resume or --overwrite.
+# Hardening. An existing run is refused unless --resume or --overwrite.
 expect_error "already holds a run" train --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
   --final-samples 4 --quiet --out "$dir/run"
 expect_error "--resume and --overwrite exclude each other" train --resume --overwrite --out "$dir/run"

@@ -95,7 +95,7 @@ TEST(PositionalEncodingTest, SequenceLongerThanMaxLenIsAnError) {
                   "SinusoidalPositionalEncoding: d_model and max_len must be positive");
 }
 
-// Issue 19: `train --length 576460752303423489` made a table of max_len * d_model values, a product
+// `train --length 576460752303423489` made a table of max_len * d_model values, a product
 // that wrapped around to 32, and then wrote the whole length into it.
 TEST(PositionalHardening, AnOverflowingTableIsAnError) {
   EXPECT_SG_ERROR(SinusoidalPositionalEncoding(32, 576460752303423489), "[576460752303423489, 32]");

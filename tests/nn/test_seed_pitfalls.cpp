@@ -1,5 +1,5 @@
-// Bugs found in the tutorial seeds (/work/shared/seeds/*.txt) around attention and the
-// Transformer. Each test fails if our code made the seed's mistake.
+// Bugs found in the tutorial texts the chapters follow (Chinese blog posts with PyTorch code)
+// around attention and the Transformer. Each test fails if our code made the seed's mistake.
 #include <cmath>
 #include <vector>
 
