@@ -1,92 +1,34 @@
-// CPU unary kernels: out = op(x) elementwise, one scalar function per op (scalar_math.h) in the
-// loop of elementwise_loops.h.
+// CPU unary kernels: out = op(x) elementwise, each op's function object (elementwise_math.h, the
+// math the GPU kernels share) in the loop of elementwise_loops.h: one loop per op, so it
+// vectorises.
 #include <algorithm>
 #include <limits>
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/elementwise_loops.h"
-#include "autograd/backend/cpu/scalar_math.h"
+#include "autograd/backend/elementwise_math.h"
 
 namespace sg::cpu {
-
-namespace {
-
-template <typename T>
-void unary_typed(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
-  if constexpr (std::is_same_v<T, bool>) {
-    SG_FAIL("{}: not defined for bool tensors", op_name(op));
-  } else {
-    // Ops defined on integers too.
-    switch (op) {
-      case UnaryOp::Neg:
-        return map1<T, T>(x, out, [](T v) { return static_cast<T>(-v); });
-      case UnaryOp::Abs:
-        return map1<T, T>(x, out, [](T v) { return v < T(0) ? T(-v) : v; });
-      case UnaryOp::Sign:
-        return map1<T, T>(x, out, [](T v) { return sign_of(v); });
-      case UnaryOp::Square:
-        return map1<T, T>(x, out, [](T v) { return static_cast<T>(v * v); });
-      case UnaryOp::Relu:
-        return map1<T, T>(x, out, [](T v) { return v <= T(0) ? T(0) : v; });  // NaN stays NaN
-      case UnaryOp::Clamp: {
-        // NaN passes through, as in PyTorch.
-        T lo =
-            static_cast<T>(std::max(alpha, static_cast<double>(std::numeric_limits<T>::lowest())));
-        T hi = static_cast<T>(std::min(beta, static_cast<double>(std::numeric_limits<T>::max())));
-        // min(max(v, lo), hi): when lo > hi everything becomes hi, as in PyTorch.
-        return map1<T, T>(x, out, [lo, hi](T v) {
-          T r = v < lo ? lo : v;
-          return r > hi ? hi : r;
-        });
-      }
-      default:
-        break;
-    }
-    if constexpr (std::is_floating_point_v<T>) {
-      switch (op) {
-        case UnaryOp::Exp:
-          return map1<T, T>(x, out, [](T v) { return std::exp(v); });
-        case UnaryOp::Log:
-          return map1<T, T>(x, out, [](T v) { return std::log(v); });
-        case UnaryOp::Sqrt:
-          return map1<T, T>(x, out, [](T v) { return std::sqrt(v); });
-        case UnaryOp::Rsqrt:
-          return map1<T, T>(x, out, [](T v) { return T(1) / std::sqrt(v); });
-        case UnaryOp::Tanh:
-          return map1<T, T>(x, out, [](T v) { return std::tanh(v); });
-        case UnaryOp::Sigmoid:
-          return map1<T, T>(x, out, [](T v) { return sigmoid(v); });
-        case UnaryOp::Gelu:
-          return map1<T, T>(x, out, [](T v) { return gelu_erf(v); });
-        case UnaryOp::GeluTanh:
-          return map1<T, T>(x, out, [](T v) { return gelu_tanh(v); });
-        case UnaryOp::GeluGrad:
-          return map1<T, T>(x, out, [](T v) { return gelu_erf_grad(v); });
-        case UnaryOp::GeluTanhGrad:
-          return map1<T, T>(x, out, [](T v) { return gelu_tanh_grad(v); });
-        case UnaryOp::Pow: {
-          T p = static_cast<T>(alpha);
-          if (alpha == 2.0) return map1<T, T>(x, out, [](T v) { return v * v; });
-          return map1<T, T>(x, out, [p](T v) { return std::pow(v, p); });
-        }
-        default:
-          break;
-      }
-    }
-    SG_FAIL("{}: not defined for {} tensors", op_name(op), dtype_of<T>::value);
-  }
-}
-
-}  // namespace
 
 void CpuBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
   if (op == UnaryOp::LogicalNot) {
     return dispatch_dtype("logical_not", x.dtype(), [&]<typename T>() {
-      map1<bool, T>(x, out, [](T v) { return v == T(0); });
+      map1<bool, T>(x, out, elementwise::LogicalNot<T>{});
     });
   }
-  dispatch_dtype(op_name(op), x.dtype(),
-                 [&]<typename T>() { unary_typed<T>(op, x, out, alpha, beta); });
+  dispatch_dtype(op_name(op), x.dtype(), [&]<typename T>() {
+    SG_CHECK(elementwise::unary_defined<T>(op), "{}: not defined for {} tensors", op_name(op),
+             dtype_of<T>::value);
+    // Clamp's bounds in T's range (±inf for a missing bound becomes the lowest / largest T), and
+    // for integers any parameter: compared as doubles first, since a double beyond T's range has
+    // no T value. Pow's float exponent stays as it is (x^inf is not x^FLT_MAX).
+    constexpr auto lowest = static_cast<double>(std::numeric_limits<T>::lowest());
+    constexpr auto largest = static_cast<double>(std::numeric_limits<T>::max());
+    const bool clamp = op == UnaryOp::Clamp || !std::is_floating_point_v<T>;
+    const T a = static_cast<T>(clamp ? std::clamp(alpha, lowest, largest) : alpha);
+    const T b = static_cast<T>(clamp ? std::clamp(beta, lowest, largest) : beta);
+    elementwise::with_unary<T>(op, a, b, [&](auto f) { map1<T, T>(x, out, f); });
+  });
 }
 
 }  // namespace sg::cpu

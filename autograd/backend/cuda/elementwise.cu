@@ -2,14 +2,16 @@
 // CUDA twin of cpu/elementwise.cpp: one grid-stride kernel per operand count, around a small
 // functor.
 //
-// One kernel serves all ops of a family: the functor switches on the op at run time. The switch
-// costs nothing measurable (every thread takes the same branch) and keeps the number of compiled
-// kernels, and so the build time, small: one per dtype instead of one per op and dtype.
+// One kernel serves all ops of a family: the functor switches on the op at run time (through
+// elementwise_math.h's with_unary, the math the CPU kernels share). The switch costs nothing
+// measurable (every thread takes the same branch) and keeps the number of compiled kernels, and so
+// the build time, small: one per dtype instead of one per op and dtype.
 #include <limits>
 #include <type_traits>
 
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/backend/elementwise_math.h"
 #include "autograd/generator.h"
 
 namespace sg::cuda {
@@ -88,185 +90,30 @@ void map2(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& o
   SG_CUDA_CHECK_LAUNCH();
 }
 
-// ---- the functors: the same formulas as cpu/scalar_math.h ----
+// ---- the functors: each op's math is elementwise_math.h's, shared with the CPU kernels ----
 
 template <typename D, typename S>
 struct CastFn {
   __device__ D operator()(S v) const { return static_cast<D>(v); }
 };
 
-template <typename T>
-struct LogicalNotFn {
-  __device__ bool operator()(T v) const { return v == T(0); }
-};
-
-template <typename T>
-__device__ T sigmoid(T x) {
-  // Two forms so exp never overflows: for x < 0, e^x / (1 + e^x).
-  if (x >= T(0)) return T(1) / (T(1) + dev_exp(-x));
-  T e = dev_exp(x);
-  return e / (T(1) + e);
-}
-
-// Constants of the GELUs: 1/√2, 1/√(2π) and √(2/π).
-constexpr double kInvSqrt2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kSqrt2OverPi = 0.79788456080286535588;
-
+// One functor per dtype for every unary op: the switch on the op runs in the kernel.
 template <typename T>
 struct UnaryFn {
   UnaryOp op;
   T alpha, beta;  // Pow: alpha = exponent; Clamp: [alpha, beta], already in T's range
-
   __device__ T operator()(T v) const {
-    switch (op) {
-      case UnaryOp::Neg:
-        return static_cast<T>(-v);
-      case UnaryOp::Abs:
-        return v < T(0) ? T(-v) : v;
-      case UnaryOp::Sign:
-        return static_cast<T>((T(0) < v) - (v < T(0)));
-      case UnaryOp::Square:
-        return static_cast<T>(v * v);
-      case UnaryOp::Relu:
-        return v <= T(0) ? T(0) : v;  // NaN stays NaN, as in PyTorch
-      case UnaryOp::Clamp: {
-        T r = v < alpha ? alpha : v;  // NaN passes through, as in PyTorch
-        return r > beta ? beta : r;
-      }
-      default:
-        break;
-    }
-    if constexpr (std::is_floating_point_v<T>) {
-      switch (op) {
-        case UnaryOp::Exp:
-          return dev_exp(v);
-        case UnaryOp::Log:
-          return dev_log(v);
-        case UnaryOp::Sqrt:
-          return dev_sqrt(v);
-        case UnaryOp::Rsqrt:
-          return T(1) / dev_sqrt(v);
-        case UnaryOp::Tanh:
-          return dev_tanh(v);
-        case UnaryOp::Sigmoid:
-          return sigmoid(v);
-        case UnaryOp::Gelu:
-          return T(0.5) * v * (T(1) + dev_erf(v * T(kInvSqrt2)));
-        case UnaryOp::GeluGrad: {
-          // d/dx x Φ(x) = Φ(x) + x φ(x)
-          T cdf = T(0.5) * (T(1) + dev_erf(v * T(kInvSqrt2)));
-          T pdf = dev_exp(T(-0.5) * v * v) * T(kInvSqrt2Pi);
-          return cdf + v * pdf;
-        }
-        case UnaryOp::GeluTanh: {
-          T u = T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v);
-          return T(0.5) * v * (T(1) + dev_tanh(u));
-        }
-        case UnaryOp::GeluTanhGrad: {
-          T u = T(kSqrt2OverPi) * (v + T(0.044715) * v * v * v);
-          T th = dev_tanh(u);
-          return T(0.5) * (T(1) + th) +
-                 T(0.5) * v * (T(1) - th * th) * T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * v * v);
-        }
-        case UnaryOp::Pow:
-          return alpha == T(2) ? v * v : dev_pow(v, alpha);
-        default:
-          break;
-      }
-    }
-    return v;  // unreachable: the host refused the op for this dtype
+    return elementwise::with_unary<T>(op, alpha, beta, [v](auto f) { return f(v); });
   }
 };
 
-// Which ops each dtype has, as in cpu/elementwise.cpp (the host checks before launching).
-bool unary_defined(UnaryOp op, DType dtype) {
-  if (dtype == kBool) return false;
-  if (is_floating(dtype)) return true;
-  switch (op) {
-    case UnaryOp::Neg:
-    case UnaryOp::Abs:
-    case UnaryOp::Sign:
-    case UnaryOp::Square:
-    case UnaryOp::Relu:
-    case UnaryOp::Clamp:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Arithmetic: the result has the operands' dtype.
 template <typename T>
 struct ArithmeticFn {
   BinaryOp op;
   __device__ T operator()(T x, T y) const {
-    switch (op) {
-      case BinaryOp::Add:
-        return static_cast<T>(x + y);
-      case BinaryOp::Sub:
-        return static_cast<T>(x - y);
-      case BinaryOp::Mul:
-        return static_cast<T>(x * y);
-      case BinaryOp::Maximum:
-        return (dev_isnan(x) || x > y) ? x : y;  // NaN wins, as in PyTorch
-      case BinaryOp::Minimum:
-        return (dev_isnan(x) || x < y) ? x : y;
-      case BinaryOp::ReluGrad:
-        return y <= T(0) ? T(0) : x;
-      default:
-        break;
-    }
-    if constexpr (std::is_floating_point_v<T>) {
-      switch (op) {
-        case BinaryOp::Div:
-          return x / y;
-        case BinaryOp::Pow:
-          return dev_pow(x, y);
-        default:
-          break;
-      }
-    }
-    return x;  // unreachable: the host refused the op for this dtype
+    return elementwise::with_arithmetic<T>(op, [x, y](auto f) { return f(x, y); });
   }
 };
-
-// Comparisons and logic: the result is bool.
-template <typename T>
-struct CompareFn {
-  BinaryOp op;
-  __device__ bool operator()(T x, T y) const {
-    switch (op) {
-      case BinaryOp::Eq:
-        return x == y;
-      case BinaryOp::Ne:
-        return x != y;
-      case BinaryOp::Lt:
-        return x < y;
-      case BinaryOp::Le:
-        return x <= y;
-      case BinaryOp::Gt:
-        return x > y;
-      case BinaryOp::Ge:
-        return x >= y;
-      case BinaryOp::LogicalAnd:
-        return x != T(0) && y != T(0);
-      case BinaryOp::LogicalOr:
-        return x != T(0) || y != T(0);
-      default:
-        return false;  // unreachable: only comparisons get here
-    }
-  }
-};
-
-bool binary_defined(BinaryOp op, DType dtype) {
-  if (dtype == kBool) {
-    return op == BinaryOp::Eq || op == BinaryOp::Ne || op == BinaryOp::LogicalAnd ||
-           op == BinaryOp::LogicalOr;
-  }
-  if (dtype == kInt64) return op != BinaryOp::Div && op != BinaryOp::Pow;
-  return true;
-}
 
 // out[i] = uniform_at(state, i + 1): the same formula as the CPU kernel, so the same bits.
 template <typename T>
@@ -301,11 +148,12 @@ void CudaBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double a
   Scope scope(*this);
   if (op == UnaryOp::LogicalNot) {
     return dispatch_dtype("logical_not", x.dtype(), [&]<typename T>() {
-      map1<bool, T>("logical_not", x, out, LogicalNotFn<T>{});
+      map1<bool, T>("logical_not", x, out, elementwise::LogicalNot<T>{});
     });
   }
-  SG_CHECK(unary_defined(op, x.dtype()), "{}: not defined for {} tensors", op_name(op), x.dtype());
   dispatch_dtype(op_name(op), x.dtype(), [&]<typename T>() {
+    SG_CHECK(elementwise::unary_defined<T>(op), "{}: not defined for {} tensors", op_name(op),
+             x.dtype());
     if constexpr (!std::is_same_v<T, bool>) {
       // Clamp's bounds in T's range (±inf for a missing bound becomes the lowest / largest T).
       T a = static_cast<T>(alpha), b = static_cast<T>(beta);
@@ -326,10 +174,11 @@ void CudaBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double a
 
 void CudaBackend::binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   Scope scope(*this);
-  SG_CHECK(binary_defined(op, a.dtype()), "{}: not defined for {} tensors", op_name(op), a.dtype());
   dispatch_dtype(op_name(op), a.dtype(), [&]<typename T>() {
+    SG_CHECK(elementwise::binary_defined<T>(op), "{}: not defined for {} tensors", op_name(op),
+             a.dtype());
     if (is_comparison(op)) {
-      map2<bool, T>(op_name(op), a, b, out, CompareFn<T>{op});
+      map2<bool, T>(op_name(op), a, b, out, elementwise::Compare<T>{op});
     } else if constexpr (!std::is_same_v<T, bool>) {
       map2<T, T>(op_name(op), a, b, out, ArithmeticFn<T>{op});
     }

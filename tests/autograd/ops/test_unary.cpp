@@ -4,46 +4,23 @@
 #include <limits>
 
 #include "tests/support/golden.h"
+#include "tests/support/op_info.h"
 #include "tests/support/testing.h"
 
 namespace sg {
 namespace {
 
+using testing::elementwise_ops;
 using testing::golden;
+using testing::OpInfo;
 using testing::random_leaf;
 using testing::tensors_near;
 
-struct UnaryCase {
-  const char* golden_name;
-  std::function<Tensor(const Tensor&)> fn;
-  bool positive_domain = false;
-};
-
-std::vector<UnaryCase> unary_cases() {
-  return {
-      {"neg", [](const Tensor& x) { return neg(x); }},
-      {"exp", [](const Tensor& x) { return exp(x); }},
-      {"log", [](const Tensor& x) { return log(x); }, true},
-      {"sqrt", [](const Tensor& x) { return sqrt(x); }, true},
-      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, true},
-      {"abs", [](const Tensor& x) { return abs(x); }},
-      {"tanh", [](const Tensor& x) { return tanh(x); }},
-      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }},
-      {"relu", [](const Tensor& x) { return relu(x); }},
-      {"gelu", [](const Tensor& x) { return gelu(x); }},
-      {"gelu_tanh", [](const Tensor& x) { return gelu(x, "tanh"); }},
-      {"pow_2_5", [](const Tensor& x) { return pow(x, 2.5); }, true},
-      {"pow_neg1", [](const Tensor& x) { return pow(x, -1.0); }, true},
-      {"square", [](const Tensor& x) { return square(x); }},
-      {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 0.7); }},
-      {"clamp_min", [](const Tensor& x) { return clamp(x, 0.1, std::nullopt); }},
-  };
-}
-
 TEST(UnaryTest, MatchesPyTorch) {
-  for (const UnaryCase& c : unary_cases()) {
-    const auto& g = golden("unary", c.golden_name);
-    EXPECT_TRUE(tensors_near(c.fn(g.input("x")), g.output(), 1e-6, 1e-5)) << c.golden_name;
+  for (const OpInfo& op : elementwise_ops()) {
+    if (op.golden_file != "unary") continue;
+    const auto& g = golden("unary", op.name);
+    EXPECT_TRUE(tensors_near(op.fn({g.input("x")}), g.output(), 1e-6, 1e-5)) << op.name;
   }
   const auto& s = golden("unary", "sign");
   EXPECT_TRUE(tensors_near(sign(s.input("x")), s.output(), 0, 0));
@@ -68,23 +45,15 @@ TEST(UnaryTest, GradientsMatchPyTorch) {
 }
 
 TEST(UnaryTest, Gradcheck) {
-  for (const UnaryCase& c : unary_cases()) {
-    // Positive-domain ops get inputs in [0.5, 2.5); the others avoid the kinks of abs/relu/clamp.
-    Tensor x = random_leaf({3, 4}, 3);
-    {
-      NoGradGuard no_grad;
-      if (c.positive_domain) {
-        x.copy_(x.abs() + 0.5);
-      } else {
-        x.copy_(x + sign(x) * 0.05);
-      }
-    }
-    auto fn = c.fn;
-    EXPECT_GRADCHECK([fn](const std::vector<Tensor>& in) { return fn(in[0]); }, {x})
-        << c.golden_name;
+  for (const OpInfo& op : elementwise_ops()) {
+    if (op.golden_file != "unary") continue;
+    // Positive-domain ops get inputs in [0.5, inf); the others avoid the kinks of abs/relu/clamp.
+    const std::vector<Tensor> x = op.sample_inputs(kFloat64, 3);
+    EXPECT_GRADCHECK(op.fn, x) << op.name;
     // The same op on a transposed (non-contiguous) view.
-    EXPECT_GRADCHECK([fn](const std::vector<Tensor>& in) { return fn(in[0].t()); }, {x})
-        << c.golden_name << " on a transposed view";
+    auto fn = op.fn;
+    EXPECT_GRADCHECK([fn](const std::vector<Tensor>& in) { return fn({in[0].t()}); }, x)
+        << op.name << " on a transposed view";
   }
 }
 
