@@ -49,7 +49,7 @@ Backend& cpu_backend(CpuKernels kernels) {
   // Both CPU backends' kernels are compiled for SCRATCHGRAD_CPU_ARCH: on a CPU without it, every
   // op is refused with the reason instead of dying on an illegal instruction.
   static const std::string unsupported = cpu_kernels_unsupported_reason(detected_cpu_features());
-  SG_CHECK(unsupported.empty(), "{}", unsupported);
+  SG_CHECK(unsupported.empty(), "cpu kernels: {}", unsupported);
   static cpu::CpuBackend* reference = new cpu::CpuBackend;     // never destroyed: tensors in static
   static cpu::FastCpuBackend* fast = new cpu::FastCpuBackend;  // objects die after main returns
   if (kernels == CpuKernels::Reference) return *reference;
