@@ -100,7 +100,7 @@ leg_arm64() {
   # Every chapter's tests (the emulator makes each ~10x slower); the end-to-end runs of the
   # examples' training and the MPI tests are left to the native legs.
   (cd build-arm64 && OPENBLAS_NUM_THREADS=1 ctest --parallel "$jobs" --output-on-failure \
-    --label-exclude "install|e2e|distributed" --timeout 900)
+    --label-exclude "install|e2e|distributed|avx2" --timeout 900)
 }
 
 leg_clang() {

@@ -4,6 +4,7 @@
 // unless the user chose with OPENBLAS_CORETYPE.
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "autograd/blas.h"
 #include "tests/support/testing.h"
@@ -46,7 +47,15 @@ TEST(BlasKernels, SetKernelsSwitchesTheFamilyBetweenProducts) {
     GTEST_SKIP() << blas_library_name() << " cannot change its kernels while the program runs";
   }
   KernelsGuard restore;
-  for (const char* core : {"Sandybridge", "Haswell", "Prescott"}) {
+#if defined(__x86_64__)
+  const std::vector<const char*> families = {"Sandybridge", "Haswell", "Prescott"};
+#elif defined(__aarch64__)
+  const std::vector<const char*> families = {"cortexa57", "armv8"};
+#else
+  GTEST_SKIP() << "no kernel families known to this test on this architecture";
+  const std::vector<const char*> families;
+#endif
+  for (const char* core : families) {
     set_blas_kernels(core);
     EXPECT_EQ(blas_core_name(), core);
     expect_products_right();
@@ -70,6 +79,9 @@ TEST(BlasKernels, SlowKernelsAreReplacedByTheCpusFastFamily) {
   if (!kernels_can_change()) {
     GTEST_SKIP() << blas_library_name() << " cannot change its kernels while the program runs";
   }
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the slow kernel families (SSE3's, AVX1's) are x86-64's";
+#endif
   KernelsGuard restore;
   set_blas_kernels("Prescott");
   const std::string recommended = blas_recommended_core();
