@@ -291,8 +291,10 @@ Tensor operator-(Operand a);
 // Elementwise comparisons with broadcasting, as in PyTorch: bool tensors, for masks
 // (x.masked_fill(x == 0, v), 0 < x). They compare values; whether two handles are the same tensor
 // is a.is_same(b).
-Tensor operator==(const Tensor& a, Operand b);
-Tensor operator!=(const Tensor& a, Operand b);
+// == and != take two Operands: C++20 also tries each with its arguments swapped, and a
+// (Tensor, Operand) pair would then match both ways.
+Tensor operator==(Operand a, Operand b);
+Tensor operator!=(Operand a, Operand b);
 Tensor operator<(const Tensor& a, Operand b);
 Tensor operator<=(const Tensor& a, Operand b);
 Tensor operator>(const Tensor& a, Operand b);

@@ -288,8 +288,8 @@ Tensor operator*(double a, Operand b) { return mul(scalar_like(b.tensor, a), b.t
 Tensor operator/(double a, Operand b) { return div(scalar_like(b.tensor, a), b.tensor, b.site); }
 Tensor operator-(Operand a) { return neg(a.tensor, a.site); }
 
-Tensor operator==(const Tensor& a, Operand b) { return eq(a, b.tensor, b.site); }
-Tensor operator!=(const Tensor& a, Operand b) { return ne(a, b.tensor, b.site); }
+Tensor operator==(Operand a, Operand b) { return eq(a.tensor, b.tensor, b.site); }
+Tensor operator!=(Operand a, Operand b) { return ne(a.tensor, b.tensor, b.site); }
 Tensor operator<(const Tensor& a, Operand b) { return lt(a, b.tensor, b.site); }
 Tensor operator<=(const Tensor& a, Operand b) { return le(a, b.tensor, b.site); }
 Tensor operator>(const Tensor& a, Operand b) { return gt(a, b.tensor, b.site); }
