@@ -1,62 +1,16 @@
 // DistributedDataParallel: N ranks with B/N examples each take the step one process takes with B.
 #include "distributed/data_parallel.h"
 
-#include "nn/nn.h"
 #include "tests/distributed/gpu_per_rank.h"
-#include "tests/support/testing.h"
+#include "tests/distributed/small_mlp.h"
 
 namespace sg::nn {
 namespace {
 
 using distributed::default_group;
+using namespace sg::testing::small_mlp;
 using sg::testing::tensors_equal;
 using sg::testing::tensors_near;
-
-constexpr int64_t kBatch = 8, kIn = 5, kHidden = 7, kOut = 3;
-
-class Mlp : public UnaryModule {
- public:
-  Mlp() : UnaryModule("Mlp") {
-    fc1 = register_module("fc1", std::make_shared<Linear>(kIn, kHidden));
-    fc2 = register_module("fc2", std::make_shared<Linear>(kHidden, kOut));
-  }
-  Tensor forward(const Tensor& x) override { return fc2->forward(fc1->forward(x).tanh()); }
-  std::shared_ptr<Linear> fc1, fc2;
-};
-
-std::shared_ptr<Mlp> make_model(uint64_t seed) {
-  manual_seed(seed);
-  auto model = std::make_shared<Mlp>();
-  model->to(kFloat64);
-  return model;
-}
-
-// The global batch of step `step`, the same on every rank (each takes its rows).
-std::pair<Tensor, Tensor> global_batch(int step) {
-  Generator gen(1000 + static_cast<uint64_t>(step));
-  return {randn({kBatch, kIn}, gen, kFloat64), randn({kBatch, kOut}, gen, kFloat64)};
-}
-
-std::pair<Tensor, Tensor> shard(const std::pair<Tensor, Tensor>& batch, int rank, int ranks) {
-  const int64_t rows = kBatch / ranks;
-  return {batch.first.narrow(0, rank * rows, rows), batch.second.narrow(0, rank * rows, rows)};
-}
-
-Tensor loss_of(Mlp& model, const std::pair<Tensor, Tensor>& batch) {
-  return mse_loss(model.forward(batch.first), batch.second);
-}
-
-void expect_same_parameters(Module& actual, Module& expected, double rtol) {
-  auto a = actual.named_parameters(), e = expected.named_parameters();
-  ASSERT_EQ(a.size(), e.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (rtol == 0) {
-      EXPECT_TRUE(tensors_equal(a[i].second, e[i].second)) << a[i].first;
-    } else {
-      EXPECT_TRUE(tensors_near(a[i].second, e[i].second, rtol, rtol)) << a[i].first;
-    }
-  }
-}
 
 TEST(DistributedDataParallelTest, MatchesOneProcessWithTheGlobalBatch) {
   auto group = default_group();
