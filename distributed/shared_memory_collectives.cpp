@@ -51,6 +51,24 @@ void sum_in_rank_order(const std::vector<const char*>& sources, char* out, char*
   }
 }
 
+// sum_in_rank_order for a tensor's dtype: float32, float64 (a sum or an average) or int64 (a sum:
+// the group refuses an int64 average).
+void sum_part(DType dtype, const std::vector<const char*>& sources, char* out, char* shared_out,
+              int64_t count, bool average, int ranks) {
+  switch (dtype) {
+    case kFloat32:
+      return sum_in_rank_order<float>(sources, out, shared_out, count, average,
+                                      static_cast<float>(ranks));
+    case kFloat64:
+      return sum_in_rank_order<double>(sources, out, shared_out, count, average,
+                                       static_cast<double>(ranks));
+    case kInt64:
+      return sum_in_rank_order<uint64_t>(sources, out, shared_out, count, false, 1);
+    default:
+      SG_FAIL("all_reduce: {} cannot be summed", dtype);
+  }
+}
+
 }  // namespace
 
 struct SharedMemoryCollectives::Collective {
@@ -181,6 +199,7 @@ bool SharedMemoryCollectives::advance(Collective& c) {
                     static_cast<size_t>(count * c.item));
       }
     } else {
+      // --8<-- [start:all_reduce_slice]
       char* slice = data + first * c.item;
       // Part q of the slice: elements [q·count/N, (q+1)·count/N), summed by rank q.
       auto lo = [&](int q) { return q * count / size_ * c.item; };
@@ -199,25 +218,8 @@ bool SharedMemoryCollectives::advance(Collective& c) {
           sources.push_back((q == rank_ ? slice : segments_[static_cast<size_t>(q)].staging[set]) +
                             lo(rank_));
         }
-        const int64_t n = (lo(rank_ + 1) - lo(rank_)) / c.item;
-        const bool average = c.op == ReduceOp::Average;
-        char* out = slice + lo(rank_);
-        char* shared_out = me.result[set] + lo(rank_);
-        switch (c.data.dtype()) {
-          case kFloat32:
-            sum_in_rank_order<float>(sources, out, shared_out, n, average,
-                                     static_cast<float>(size_));
-            break;
-          case kFloat64:
-            sum_in_rank_order<double>(sources, out, shared_out, n, average,
-                                      static_cast<double>(size_));
-            break;
-          case kInt64:  // Sum only (the group refuses an int64 average)
-            sum_in_rank_order<uint64_t>(sources, out, shared_out, n, false, 1);
-            break;
-          default:
-            SG_FAIL("{}: {} cannot be summed", c.what, c.data.dtype());
-        }
+        sum_part(c.data.dtype(), sources, slice + lo(rank_), me.result[set] + lo(rank_),
+                 (lo(rank_ + 1) - lo(rank_)) / c.item, c.op == ReduceOp::Average, size_);
         arrive();
         c.step = 2;
       }
@@ -228,6 +230,7 @@ bool SharedMemoryCollectives::advance(Collective& c) {
                       bytes(q));
         }
       }
+      // --8<-- [end:all_reduce_slice]
     }
     c.step = 0;
     ++c.slice;
