@@ -59,7 +59,8 @@ std::string describe(const Tensor& tensor) {
 
 void check_same_on_all_ranks(MPI_Comm comm, const std::string& op, const Tensor& tensor, int root,
                              int detail, const std::string& refused,
-                             std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout,
+                             const std::function<void()>& meanwhile) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -77,7 +78,7 @@ void check_same_on_all_ranks(MPI_Comm comm, const std::string& op, const Tensor&
   wait_for(request,
            fmt::format("{} on rank {} with {}", op, rank,
                        tensor.defined() ? describe(tensor) : "an undefined tensor"),
-           timeout);
+           timeout, meanwhile);
   // A refused tensor on any rank fails every rank: the others must not wait for it.
   if (!refused.empty()) throw Error(refused);
   for (int r = 0; r < size; ++r) {

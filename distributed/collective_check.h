@@ -9,6 +9,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "autograd/tensor.h"
@@ -20,10 +21,11 @@ namespace sg::distributed {
 // operation has none; `detail` (say, the reduce op) is compared too. `refused`: this rank's own
 // error for a tensor no collective can take (undefined, int64, not contiguous), or empty; it is
 // thrown here, after the exchange, so that the other ranks learn of it and fail too instead of
-// waiting.
+// waiting. `meanwhile` runs while it waits (see wait_for).
 void check_same_on_all_ranks(MPI_Comm comm, const std::string& op, const Tensor& tensor, int root,
                              int detail, const std::string& refused,
-                             std::chrono::milliseconds timeout);
+                             std::chrono::milliseconds timeout,
+                             const std::function<void()>& meanwhile = {});
 
 // "float32 [3, 4] on cpu"
 std::string describe(const Tensor& tensor);

@@ -86,6 +86,7 @@ int64_t DistributedDataParallel::gradient_bytes() const {
 }
 
 void DistributedDataParallel::on_gradient_ready(size_t k) {
+  if (!sync_enabled_) return;  // no_sync(): the gradient stays in .grad(), where it accumulates
   if (synced_) {  // the first gradient of a new step (finish_gradient_sync() was not needed)
     synced_ = false;
   }
@@ -138,23 +139,43 @@ void DistributedDataParallel::wait_and_write_back() {
 }
 
 void DistributedDataParallel::finish_gradient_sync() {
+  if (!sync_enabled_) return;
   if (synced_) {  // backward's last hook did it all
     synced_ = false;
     return;
   }
-  // Some parameters got no gradient this step (or there was no backward at all): every rank must
-  // still send every bucket, in order, so their slots count as zeros.
+  // Some parameters got no gradient from the last backward (or there was no backward at all):
+  // every rank must still send every bucket, in order. Their slots hold what .grad() holds (a sum
+  // accumulated under no_sync), or zeros.
   NoGradGuard no_grad;
   for (size_t k = 0; k < params_.size(); ++k) {
     if (filled_[k]) continue;
     const auto [bucket_index, offset] = slot_[k];
     Bucket& b = *buckets_[bucket_index];
-    b.flat.narrow(0, offset, params_[k].numel()).zero_();
+    Tensor slot = b.flat.narrow(0, offset, params_[k].numel());
+    if (params_[k].grad().defined()) {
+      slot.copy_(params_[k].grad().reshape({-1}));
+    } else {
+      slot.zero_();
+    }
     filled_[k] = true;
     ++b.ready;
   }
   start_ready_buckets();  // ends in wait_and_write_back()
   synced_ = false;
+}
+
+Tensor DistributedDataParallel::global_mean_loss(const Tensor& local_sum, int64_t local_count) {
+  SG_CHECK(local_count >= 0, "DistributedDataParallel::global_mean_loss: rank {}: the count is {}",
+           group_->rank(), local_count);
+  Tensor total = scalar_tensor(static_cast<double>(local_count), kInt64);
+  group_->all_reduce(total, distributed::ReduceOp::Sum);
+  const int64_t all = total.item<int64_t>();
+  SG_CHECK(all > 0,
+           "DistributedDataParallel::global_mean_loss: the {} ranks hold no token at all; a mean "
+           "over nothing is undefined",
+           group_->world_size());
+  return local_sum * (static_cast<double>(group_->world_size()) / static_cast<double>(all));
 }
 
 }  // namespace sg::nn

@@ -6,7 +6,8 @@
 
 namespace sg::distributed {
 
-void wait_for(MPI_Request& request, const std::string& what, std::chrono::milliseconds timeout) {
+void wait_for(MPI_Request& request, const std::string& what, std::chrono::milliseconds timeout,
+              const std::function<void()>& meanwhile) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   for (int64_t polls = 0;; ++polls) {
@@ -14,6 +15,7 @@ void wait_for(MPI_Request& request, const std::string& what, std::chrono::millis
     const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     SG_CHECK(code == MPI_SUCCESS, "{}: MPI failed: {}", what, mpi_error_string(code));
     if (done) return;
+    if (meanwhile) meanwhile();
     const auto waited = Clock::now() - start;
     SG_CHECK(waited < timeout,
              "{}: timed out after {:.1f} s waiting for the other ranks (one of them died, hangs, "

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 namespace sg::distributed {
@@ -13,7 +14,10 @@ namespace sg::distributed {
 // Returns once `request` has completed; throws sg::Error "<what>: ... timed out after N s" when
 // `timeout` passes first. Polls busily, yielding the core between polls after the first thousand,
 // so ranks that share cores with each other (mpirun --oversubscribe) still make progress.
-void wait_for(MPI_Request& request, const std::string& what, std::chrono::milliseconds timeout);
+// `meanwhile` runs between polls: a group passes its shared-memory collectives' progress, so that
+// a rank waiting here still does its part of one another rank is waiting for.
+void wait_for(MPI_Request& request, const std::string& what, std::chrono::milliseconds timeout,
+              const std::function<void()>& meanwhile = {});
 
 // MPI's error string for an error code, for messages.
 std::string mpi_error_string(int code);

@@ -16,7 +16,18 @@ struct NcclCommunicator::State {
 
 namespace {
 
-ncclDataType_t nccl_type_of(DType dtype) { return dtype == kFloat64 ? ncclFloat64 : ncclFloat32; }
+ncclDataType_t nccl_type_of(DType dtype) {
+  switch (dtype) {
+    case kFloat64:
+      return ncclFloat64;
+    case kInt64:
+      return ncclInt64;
+    case kBool:
+      return ncclUint8;  // copied (broadcast, all-gather), never summed
+    default:
+      return ncclFloat32;
+  }
+}
 
 #define SG_NCCL_CHECK(call, what)                                              \
   do {                                                                         \
@@ -57,6 +68,16 @@ void NcclCommunicator::all_reduce(const Tensor& tensor, ReduceOp op) {
                               /*default stream*/ nullptr),
                 what);
   tensor.impl()->storage->bump_version();
+}
+
+void NcclCommunicator::all_gather(const Tensor& output, const Tensor& input) {
+  const std::string what =
+      fmt::format("all_gather_into on rank {} with {}", rank_, describe(input));
+  SG_NCCL_CHECK(
+      ncclAllGather(input.raw_data(), output.raw_data(), static_cast<size_t>(input.numel()),
+                    nccl_type_of(input.dtype()), state_->comm, /*default stream*/ nullptr),
+      what);
+  output.impl()->storage->bump_version();
 }
 
 void NcclCommunicator::broadcast(const Tensor& tensor, int root) {

@@ -25,6 +25,8 @@ class NcclCommunicator {
   int device() const { return device_; }
   void all_reduce(const Tensor& tensor, ReduceOp op);
   void broadcast(const Tensor& tensor, int root);
+  // Every rank's `input` side by side in `output` (ProcessGroup::all_gather_into).
+  void all_gather(const Tensor& output, const Tensor& input);
 
  private:
   struct State;

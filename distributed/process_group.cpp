@@ -3,13 +3,17 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <mutex>
+#include <optional>
 
 #include "autograd/error.h"
 #include "autograd/grad_mode.h"
 #include "autograd/storage.h"
 #include "distributed/collective_check.h"
 #include "distributed/mpi_wait.h"
+#include "distributed/shared_memory_collectives.h"
 #if SCRATCHGRAD_HAS_NCCL
 #include "distributed/nccl_communicator.h"
 #endif
@@ -22,7 +26,26 @@ std::mutex group_mutex;
 std::shared_ptr<ProcessGroup> the_group;
 bool we_initialised_mpi = false;
 
-MPI_Datatype mpi_type_of(DType dtype) { return dtype == kFloat64 ? MPI_DOUBLE : MPI_FLOAT; }
+MPI_Datatype mpi_type_of(DType dtype) {
+  switch (dtype) {
+    case kFloat64:
+      return MPI_DOUBLE;
+    case kInt64:
+      return MPI_INT64_T;
+    case kBool:
+      return MPI_UINT8_T;  // a copy (broadcast, all-gather), never a sum
+    default:
+      return MPI_FLOAT;
+  }
+}
+
+// Whether the ranks of `comm` may use shared memory: asked for, not turned off by the
+// environment, and every rank on this machine.
+bool every_rank_shares_memory(int size, int local_size, bool wanted) {
+  const char* env = std::getenv("SCRATCHGRAD_SHARED_MEMORY");
+  const bool allowed = env == nullptr || std::string(env) != "0";
+  return wanted && allowed && size > 1 && local_size == size;
+}
 
 // The in-place divide after a summing all-reduce, on the raw memory: the tensor may be a leaf
 // that requires grad (a parameter), which in-place ops refuse, and this is not a step of the model.
@@ -99,10 +122,17 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Comm node = MPI_COMM_NULL;
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local_rank_);
+    int local_size = 1;
+    MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
+    // Every rank computes the same answer (the sizes and the environment mpirun gave them all).
+    if (every_rank_shares_memory(size_, local_size, options.shared_memory)) {
+      shared_ = std::make_unique<SharedMemoryCollectives>(comm_, options_.timeout);
+    }
   }
 
   ~MpiProcessGroup() override {
+    shared_.reset();  // its window goes before the communicator it was made on
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Comm_free(&comm_);
@@ -112,7 +142,8 @@ class MpiProcessGroup final : public ProcessGroup {
   int world_size() const override { return size_; }
   int local_rank() const override { return local_rank_; }
   std::string backend_name(Device device) const override {
-    return device.is_cuda() ? "nccl" : "mpi";
+    if (device.is_cuda()) return "nccl";
+    return shared_ ? "shm" : "mpi";
   }
 
   void all_reduce(const Tensor& tensor, ReduceOp op) override {
@@ -121,7 +152,7 @@ class MpiProcessGroup final : public ProcessGroup {
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& tensor, ReduceOp op) override {
     check_same_on_all_ranks(comm_, "all_reduce", tensor, -1, static_cast<int>(op),
-                            refusal("all_reduce", tensor), options_.timeout);
+                            refusal("all_reduce", tensor, op), options_.timeout, meanwhile());
     // CUDA tensors go through NCCL even alone (a communicator of one): the GPU path is the same
     // on one GPU as on many.
     if (tensor.device().is_cuda()) {
@@ -129,22 +160,22 @@ class MpiProcessGroup final : public ProcessGroup {
       return std::make_unique<DoneWork>();
     }
     if (size_ == 1) return std::make_unique<DoneWork>();
+    std::string what = fmt::format("all_reduce on rank {} with {}", rank_, describe(tensor));
+    if (shared_) return shared_->all_reduce(tensor, op, std::move(what));
     MPI_Request request = MPI_REQUEST_NULL;
     const int code =
         MPI_Iallreduce(MPI_IN_PLACE, tensor.raw_data(), static_cast<int>(tensor.numel()),
                        mpi_type_of(tensor.dtype()), MPI_SUM, comm_, &request);
     SG_CHECK(code == MPI_SUCCESS, "all_reduce: rank {} with {}: MPI failed: {}", rank_,
              describe(tensor), mpi_error_string(code));
-    return std::make_unique<MpiWork>(
-        tensor, request, op, size_,
-        fmt::format("all_reduce on rank {} with {}", rank_, describe(tensor)), options_.timeout);
+    return std::make_unique<MpiWork>(tensor, request, op, size_, std::move(what), options_.timeout);
   }
 
   void broadcast(const Tensor& tensor, int root) override {
     SG_CHECK(root >= 0 && root < size_, "broadcast: root {} is not a rank of this group of {}",
              root, size_);
     check_same_on_all_ranks(comm_, "broadcast", tensor, root, 0, refusal("broadcast", tensor),
-                            options_.timeout);
+                            options_.timeout, meanwhile());
     if (tensor.device().is_cuda()) {
       nccl_for(tensor, "broadcast").broadcast(tensor, root);
       return;
@@ -156,8 +187,35 @@ class MpiProcessGroup final : public ProcessGroup {
     SG_CHECK(code == MPI_SUCCESS, "broadcast: rank {} with {}: MPI failed: {}", rank_,
              describe(tensor), mpi_error_string(code));
     wait_for(request, fmt::format("broadcast on rank {} with {}", rank_, describe(tensor)),
-             options_.timeout);
+             options_.timeout, meanwhile());
     mark_written(tensor);
+  }
+
+  void all_gather_into(const Tensor& output, const Tensor& input) override {
+    std::string refused = refusal("all_gather_into", input);
+    if (refused.empty()) refused = output_refusal(output, input);
+    check_same_on_all_ranks(comm_, "all_gather_into", input, -1, 0, refused, options_.timeout,
+                            meanwhile());
+    if (input.device().is_cuda()) {
+      nccl_for(input, "all_gather_into").all_gather(output, input);
+      return;
+    }
+    std::string what = fmt::format("all_gather_into on rank {} with {}", rank_, describe(input));
+    if (size_ == 1) {
+      std::memcpy(output.raw_data(), input.raw_data(),
+                  static_cast<size_t>(input.numel()) * dtype_size(input.dtype()));
+    } else if (shared_) {
+      shared_->all_gather(output, input, std::move(what))->wait();
+    } else {
+      MPI_Request request = MPI_REQUEST_NULL;
+      const int n = static_cast<int>(input.numel());
+      const MPI_Datatype type = mpi_type_of(input.dtype());
+      const int code =
+          MPI_Iallgather(input.raw_data(), n, type, output.raw_data(), n, type, comm_, &request);
+      SG_CHECK(code == MPI_SUCCESS, "{}: MPI failed: {}", what, mpi_error_string(code));
+      wait_for(request, what, options_.timeout);
+    }
+    mark_written(output);
   }
 
   void barrier() override {
@@ -166,18 +224,34 @@ class MpiProcessGroup final : public ProcessGroup {
     const int code = MPI_Ibarrier(comm_, &request);
     SG_CHECK(code == MPI_SUCCESS, "barrier: rank {}: MPI failed: {}", rank_,
              mpi_error_string(code));
-    wait_for(request, fmt::format("barrier on rank {}", rank_), options_.timeout);
+    wait_for(request, fmt::format("barrier on rank {}", rank_), options_.timeout, meanwhile());
   }
 
  private:
-  // What MPI and NCCL can take: a defined, contiguous float32/float64 tensor with an int count.
-  // Returns the error for anything else (empty when fine); check_same_on_all_ranks throws it on
-  // this rank and a matching one on the others.
-  std::string refusal(const char* op, const Tensor& tensor) const {
+  // While a wait for MPI spins: the shared-memory collectives this rank has started move on, so
+  // that a rank waiting here never holds up one that waits there for this rank's part.
+  std::function<void()> meanwhile() {
+    if (!shared_) return {};
+    return [this] { shared_->progress(); };
+  }
+
+  // What the transports can take: a defined, contiguous tensor with an int count, of a dtype the
+  // operation supports (sums: float32, float64, int64, and an average only of floats; copies:
+  // bool too). Returns the error for anything else (empty when fine); check_same_on_all_ranks
+  // throws it on this rank and a matching one on the others.
+  std::string refusal(const char* op, const Tensor& tensor,
+                      std::optional<ReduceOp> reduce = std::nullopt) const {
     if (!tensor.defined()) return fmt::format("{}: rank {}: the tensor is undefined", op, rank_);
-    if (tensor.dtype() != kFloat32 && tensor.dtype() != kFloat64) {
-      return fmt::format("{}: rank {}: {} is not supported (float32 and float64 are)", op, rank_,
-                         describe(tensor));
+    const DType d = tensor.dtype();
+    if (d != kFloat32 && d != kFloat64 && d != kInt64 && (reduce || d != kBool)) {
+      return fmt::format("{}: rank {}: {} is not supported (float32, float64 and int64 are{})", op,
+                         rank_, describe(tensor), reduce ? "" : ", and bool");
+    }
+    if (reduce == ReduceOp::Average && d == kInt64) {
+      return fmt::format(
+          "{}: rank {}: {} cannot be averaged (the mean of integers is not an integer); sum it "
+          "and divide, or convert it to float64",
+          op, rank_, describe(tensor));
     }
     if (!tensor.is_contiguous()) {
       return fmt::format(
@@ -190,6 +264,19 @@ class MpiProcessGroup final : public ProcessGroup {
                          describe(tensor));
     }
     return "";
+  }
+
+  // An all-gather's output: N times the input's elements, its dtype and device, contiguous.
+  std::string output_refusal(const Tensor& output, const Tensor& input) const {
+    if (output.defined() && output.dtype() == input.dtype() && output.device() == input.device() &&
+        output.is_contiguous() && output.numel() == input.numel() * size_) {
+      return "";
+    }
+    return fmt::format(
+        "all_gather_into: rank {}: the output ({}) must be a contiguous {} tensor on {} of {} "
+        "elements: the input's {} times the {} ranks",
+        rank_, output.defined() ? describe(output) : "undefined", input.dtype(),
+        input.device().str(), input.numel() * size_, input.numel(), size_);
   }
 
 #if SCRATCHGRAD_HAS_NCCL
@@ -208,6 +295,7 @@ class MpiProcessGroup final : public ProcessGroup {
   struct NoNccl {
     void all_reduce(const Tensor&, ReduceOp) {}
     void broadcast(const Tensor&, int) {}
+    void all_gather(const Tensor&, const Tensor&) {}
   };
   NoNccl nccl_for(const Tensor& tensor, const char* op) const {
     SG_FAIL(
@@ -220,6 +308,7 @@ class MpiProcessGroup final : public ProcessGroup {
   ProcessGroupOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
+  std::unique_ptr<SharedMemoryCollectives> shared_;  // every rank on this machine
 };
 
 void finalize_at_exit() {
@@ -232,11 +321,7 @@ void finalize_at_exit() {
   if (we_initialised_mpi && !finalized) MPI_Finalize();
 }
 
-}  // namespace
-
-std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options) {
-  std::lock_guard lock(group_mutex);
-  if (the_group) return the_group;
+void initialise_mpi() {
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) {
@@ -248,8 +333,22 @@ std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& opti
     we_initialised_mpi = true;
     std::atexit(finalize_at_exit);
   }
+}
+
+}  // namespace
+
+std::shared_ptr<ProcessGroup> init_process_group(const ProcessGroupOptions& options) {
+  std::lock_guard lock(group_mutex);
+  if (the_group) return the_group;
+  initialise_mpi();
   the_group = std::make_shared<MpiProcessGroup>(options);
   return the_group;
+}
+
+std::shared_ptr<ProcessGroup> new_group(const ProcessGroupOptions& options) {
+  std::lock_guard lock(group_mutex);
+  SG_CHECK(the_group, "new_group: no process group yet; call init_process_group() first");
+  return std::make_shared<MpiProcessGroup>(options);
 }
 
 bool is_initialized() {

@@ -11,7 +11,10 @@ if(NOT SCRATCHGRAD_DISTRIBUTED)
 endif()
 
 add_executable(distributed_tests distributed/main.cpp distributed/test_process_group.cpp
-                                 distributed/test_mpi_wait.cpp distributed/test_data_parallel.cpp)
+                                 distributed/test_mpi_wait.cpp distributed/test_data_parallel.cpp
+                                 distributed/test_shared_memory_collectives.cpp
+                                 distributed/test_zero_redundancy_optimizer.cpp
+                                 distributed/test_same_settings.cpp)
 target_link_libraries(distributed_tests PRIVATE sg_test_support scratchgrad::distributed)
 sg_set_warnings(distributed_tests)
 

@@ -104,8 +104,12 @@ std::string join(const std::vector<int64_t>& tokens) {
 }
 
 int run_train(const Config& config, const TrainOptions& options) {
-  // With --distributed every rank trains, and rank 0 alone prints, evaluates and writes.
-  if (options.distributed) join_distributed_job();
+  // With --distributed every rank trains, and rank 0 alone prints, evaluates and writes; ranks
+  // started with different settings stop before anything is printed (train() checks it too).
+  if (options.distributed) {
+    join_distributed_job();
+    check_same_settings_on_every_rank(config, options);
+  }
   const bool rank0 = !options.distributed || distributed_rank() == 0;
   // Which kernels run: the device, and on the CPU the reference or the fast backend.
   const std::string backend =
@@ -126,6 +130,16 @@ int run_train(const Config& config, const TrainOptions& options) {
         "\n{} ranks, each {} sequences of every batch of {}; {:.2f} MB of gradients "
         "all-reduced per step\n",
         s.world_size, config.batch / s.world_size, config.batch, s.gradient_bytes / 1e6);
+    std::vector<std::string> per_rank;
+    int64_t total = 0;
+    for (int64_t bytes : s.optimizer_state_bytes) {
+      per_rank.push_back(fmt::format("{:.2f}", static_cast<double>(bytes) / 1e6));
+      total += bytes;
+    }
+    fmt::print("optimizer state per rank: {} MB{}\n", fmt::join(per_rank, ", "),
+               options.zero1 ? fmt::format(" (ZeRO-1: {:.2f} MB in all, held once)",
+                                           static_cast<double>(total) / 1e6)
+                             : " (each rank holds all of it)");
   }
   LoadedModel saved = load_checkpoint(options.out_dir + "/model.safetensors");
   fmt::print("\ntrained {} steps in {:.1f} s ({:.1f} ms/step median), final loss {:.4f}\n", s.steps,
@@ -282,6 +296,9 @@ int main(int argc, char** argv) {
                       "batch; rank 0 prints and writes)");
   train_cmd->add_option("--bucket-mb", options.bucket_mb,
                         "with --distributed: MiB of gradients per all-reduce bucket (default 25)");
+  train_cmd->add_flag("--zero1", options.zero1,
+                      "with --distributed: ZeRO-1, each rank keeps only its 1/N shard of Adam's "
+                      "state (the checkpoint still holds all of it)");
   bool detect_anomaly = false;
   train_cmd->add_flag("--detect-anomaly", detect_anomaly,
                       "stop at the first op or gradient that is NaN or Inf, naming it and the line "
@@ -383,6 +400,12 @@ int main(int argc, char** argv) {
     }
     if (*decode_cmd) return run_decode(checkpoint, sequences, no_cache, beam, print_logits);
   } catch (const std::exception& e) {
+    if (*train_cmd && options.distributed && failed_alike_on_every_rank(e)) {
+      // Every rank threw the same error: none waits for another, so each ends normally and
+      // rank 0 alone reports it.
+      if (distributed_rank() == 0) fmt::print(stderr, "copy_task: error: {}\n", e.what());
+      return 1;
+    }
     if (*train_cmd && options.distributed && distributed_world_size() > 1) {
       // The other ranks would wait for this one in their next collective: end the whole job.
       fmt::print(stderr, "copy_task: error on rank {}: {}\n", distributed_rank(), e.what());

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config.h"
 #include "nn/nn.h"
@@ -21,6 +22,8 @@ namespace copy_task {
 struct RunState {
   int64_t step = 0;
   uint64_t data_rng = 0, eval_rng = 0, global_rng = 0;
+  // With --distributed: each rank's dropout generator, in rank order (global_rng is rank 0's).
+  std::vector<uint64_t> rank_rngs;
   double best_exact = -1;
   int64_t best_step = 0;
   std::optional<int64_t> first_perfect;

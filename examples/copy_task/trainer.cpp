@@ -56,14 +56,28 @@ Batch on_device(Batch batch, sg::Device device) {
   return batch;
 }
 
-StepResult forward_batch(sg::nn::Transformer& model, const Batch& batch, const Config& config) {
+// The tokens a batch's loss counts: every target after the start symbol, up to each length.
+int64_t target_tokens(const Batch& batch) {
+  int64_t tokens = 0;
+  for (int64_t length : batch.lengths.to_vector<int64_t>()) tokens += length - 1;
+  return tokens;
+}
+
+StepResult forward_batch(sg::nn::Transformer& model, const Batch& batch, const Config& config,
+                         const DataParallelRun& ranks) {
   const int64_t L = batch.tgt.size(1);
   Tensor decoder_in = batch.tgt.narrow(1, 0, L - 1);
   Tensor labels = batch.tgt.narrow(1, 1, L - 1).contiguous();
   Tensor logits = model.forward(batch.src, decoder_in);  // [B, L-1, V]
   Tensor flat_logits = logits.reshape({-1, config.vocab});
   Tensor flat_labels = labels.reshape({-1});
-  Tensor loss = sg::nn::cross_entropy(flat_logits, flat_labels, kPad, config.label_smoothing);
+  // The mean over the batch's real tokens. With several ranks, each rank's rows may hold a
+  // different number of them (padding): the mean over all ranks' tokens, not a mean of means.
+  Tensor loss = ranks.world_size() == 1
+                    ? sg::nn::cross_entropy(flat_logits, flat_labels, kPad, config.label_smoothing)
+                    : ranks.per_token_mean(sg::nn::cross_entropy(flat_logits, flat_labels, kPad,
+                                                                 config.label_smoothing, "sum"),
+                                           target_tokens(batch));
   sg::NoGradGuard no_grad;
   Tensor real = flat_labels.ne(static_cast<double>(kPad));
   Tensor right = sg::logical_and(flat_logits.argmax(-1).eq(flat_labels), real);
@@ -93,6 +107,7 @@ nlohmann::json metrics_json(const Config& config, const TrainSummary& s) {
           {"median_ms_per_step", s.median_ms_per_step},
           {"world_size", s.world_size},
           {"gradient_bytes_per_step", s.gradient_bytes},
+          {"optimizer_state_bytes_per_rank", s.optimizer_state_bytes},
           {"saved_model", "best held-out evaluation"},
           {"best_step", s.best_step},
           {"first_perfect_step",
@@ -137,6 +152,9 @@ void TrainOptions::validate() const {
            sync_every.value_or(0));
   SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
   SG_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got {}", bucket_mb);
+  SG_CHECK(!zero1 || distributed,
+           "--zero1 shards the optimizer state over the ranks of --distributed; add --distributed "
+           "(and run under mpirun)");
 }
 
 LoadedModel load_checkpoint(const std::string& path) {
@@ -162,6 +180,10 @@ void save_initial_checkpoint(const std::string& path, const Config& config) {
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();
+  if (options.distributed) {  // before anything else: ranks started differently stop here
+    join_distributed_job();
+    check_same_settings_on_every_rank(config, options);
+  }
   // --distributed --device cuda: one GPU per rank, the rank's index on its machine.
   const sg::Device device = options.distributed && options.device == "cuda"
                                 ? parse_device(fmt::format("cuda:{}", distributed_local_rank()))
@@ -175,29 +197,29 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
   model->to(device);  // before the optimizer: its state is made next to the parameters
-  // lr 1: the Noam schedule below gives the rate itself (it scales this base lr).
-  sg::optim::Adam optimizer(
-      model->parameters(),
-      sg::optim::AdamOptions{.lr = 1.0, .betas = {config.beta1, config.beta2}, .eps = config.eps});
+  // Adam with lr 1: the Noam schedule below gives the rate itself (it scales this base lr).
+  std::unique_ptr<sg::optim::Optimizer> optimizer =
+      make_optimizer(model->parameters(), config, options);
   TaskGenerator data(config.task, config.vocab, config.min_len, config.length,
                      config.seed ^ kTrainStream);
   TaskGenerator held_out(config.task, config.vocab, config.min_len, config.length,
                          config.seed ^ kEvalStream);
   RunState state;
   if (options.resume) {
-    state = resume_from(run, config, *model, optimizer);
+    state = resume_from(run, config, *model, *optimizer);
     data.set_state(state.data_rng);
     held_out.set_state(state.eval_rng);
-    sg::default_generator().set_state(state.global_rng);
   }
   // The lr of the next update, from the optimizer's step count (restored by a resume).
-  sg::optim::NoamLR schedule(optimizer, config.d_model, config.warmup, config.lr_factor);
+  sg::optim::NoamLR schedule(*optimizer, config.d_model, config.warmup, config.lr_factor);
   model->train();
   // With --distributed: rank 0's parameters go to every rank, gradients are averaged in backward,
   // and each rank takes its rows of every global batch. Alone: one rank, the whole batch.
   DataParallelRun ranks(model, config, options);
   const bool writer = ranks.rank() == 0;  // the one rank that prints and writes files
   const bool quiet = options.quiet || !writer;
+  const std::string note = ranks.start_dropout_streams(config, state, options.resume);
+  if (!note.empty() && !quiet) fmt::print(stderr, "{}\n", note);
 
   sg::train::Progress progress({.first_step = state.step,
                                 .total_steps = config.steps,
@@ -208,8 +230,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   auto save_last = [&] {
     state.data_rng = data.state();
     state.eval_rng = held_out.state();
-    state.global_rng = sg::default_generator().state();
-    if (writer) run.save_last(*model, optimizer, metadata_for(config, state));
+    ranks.save_dropout_streams(state);         // every rank's dropout stream, for rank 0 to save
+    ranks.gather_optimizer_state(*optimizer);  // --zero1: the shards, gathered on rank 0
+    if (writer) run.save_last(*model, *optimizer, metadata_for(config, state));
   };
 
   // Each step's loss and accuracy counts stay on the device as [loss, right, real] (float64:
@@ -257,16 +280,16 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     if (pending.empty()) window_start = std::chrono::steady_clock::now();
     ++state.step;
     // First: set_to_none, so last step's gradients are freed before this forward (lower peak).
-    optimizer.zero_grad();
-    StepResult r =
-        forward_batch(*model, on_device(ranks.my_rows(data.next(config.batch)), device), config);
+    optimizer->zero_grad();
+    StepResult r = forward_batch(*model, on_device(ranks.my_rows(data.next(config.batch)), device),
+                                 config, ranks);
     r.loss.backward();
     ranks.finish_gradient_sync();
-    optimizer.step();
+    optimizer->step();
     {
       sg::NoGradGuard no_grad;
       pending.push_back(
-          {state.step, optimizer.lr(),
+          {state.step, optimizer->lr(),
            sg::cat({r.loss.detach().to(sg::kFloat64).reshape({1}), r.counts.to(sg::kFloat64)})});
     }
     const bool eval_now = state.step % config.eval_every == 0 || state.step == config.steps;
@@ -296,7 +319,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                                    {"loss", final_loss},
                                    {"exact_match", e.exact_match},
                                    {"token_accuracy", e.token_accuracy},
-                                   {"lr", optimizer.lr()}},
+                                   {"lr", optimizer->lr()}},
                                   "--log-jsonl");
       if (best) {
         const auto bad = sg::train::first_non_finite(model->state_dict());
@@ -316,6 +339,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   TrainSummary summary;
   summary.world_size = ranks.world_size();
   summary.gradient_bytes = ranks.gradient_bytes();
+  summary.optimizer_state_bytes = ranks.optimizer_state_bytes(*optimizer);
   if (!writer) {  // the other ranks are done: rank 0 evaluates and reports
     summary.steps = state.step;
     summary.final_loss = final_loss;

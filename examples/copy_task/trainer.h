@@ -48,8 +48,11 @@ struct TrainOptions {
   // bucket_mb MiB during backward; only rank 0 evaluates, prints and writes files.
   bool distributed = false;
   double bucket_mb = 25;
+  // With distributed: ZeRO-1, each rank keeps only its shard of Adam's state (1/N of it).
+  bool zero1 = false;
 
-  // Clear errors for --sync-every < 1, --resume with --overwrite, --bucket-mb <= 0.
+  // Clear errors for --sync-every < 1, --resume with --overwrite, --bucket-mb <= 0, --zero1
+  // without --distributed.
   void validate() const;
 };
 
@@ -59,6 +62,8 @@ struct TrainSummary {
   double train_seconds = 0, median_ms_per_step = 0;
   int world_size = 1;          // ranks that trained (1 without --distributed)
   int64_t gradient_bytes = 0;  // all-reduced per step by each rank (0 without --distributed)
+  // Bytes of optimizer state (Adam's moments) each rank holds at the end, in rank order.
+  std::vector<int64_t> optimizer_state_bytes;
   std::optional<int64_t> first_perfect_step;  // first evaluation with 100% exact match
   int64_t best_step = 0;
   EvalResult best_eval, final_eval;  // final_eval: the saved model on final_samples sequences

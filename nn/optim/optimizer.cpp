@@ -58,6 +58,11 @@ double Optimizer::lr(size_t group) const {
   return groups_[group].lr;
 }
 
+const std::vector<std::string>& Optimizer::buffer_names(size_t group) const {
+  check_group(group);
+  return groups_[group].buffer_names;
+}
+
 double Optimizer::initial_lr(size_t group) const {
   check_group(group);
   return groups_[group].initial_lr;

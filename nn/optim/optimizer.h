@@ -52,6 +52,9 @@ class Optimizer {
   // The lr a group was created with: schedules scale it.
   double initial_lr(size_t group = 0) const;
   int64_t step_count() const { return step_count_; }  // calls of step() so far
+  // The state tensors a group's update keeps per parameter ("exp_avg", "exp_avg_sq"; none for SGD
+  // without momentum).
+  const std::vector<std::string>& buffer_names(size_t group = 0) const;
   const std::string& name() const { return name_; }
 
   // ---- state, for checkpoints ----

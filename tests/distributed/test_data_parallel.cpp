@@ -1,62 +1,16 @@
 // DistributedDataParallel: N ranks with B/N examples each take the step one process takes with B.
 #include "distributed/data_parallel.h"
 
-#include "nn/nn.h"
 #include "tests/distributed/gpu_per_rank.h"
-#include "tests/support/testing.h"
+#include "tests/distributed/small_mlp.h"
 
 namespace sg::nn {
 namespace {
 
 using distributed::default_group;
+using namespace sg::testing::small_mlp;
 using sg::testing::tensors_equal;
 using sg::testing::tensors_near;
-
-constexpr int64_t kBatch = 8, kIn = 5, kHidden = 7, kOut = 3;
-
-class Mlp : public UnaryModule {
- public:
-  Mlp() : UnaryModule("Mlp") {
-    fc1 = register_module("fc1", std::make_shared<Linear>(kIn, kHidden));
-    fc2 = register_module("fc2", std::make_shared<Linear>(kHidden, kOut));
-  }
-  Tensor forward(const Tensor& x) override { return fc2->forward(fc1->forward(x).tanh()); }
-  std::shared_ptr<Linear> fc1, fc2;
-};
-
-std::shared_ptr<Mlp> make_model(uint64_t seed) {
-  manual_seed(seed);
-  auto model = std::make_shared<Mlp>();
-  model->to(kFloat64);
-  return model;
-}
-
-// The global batch of step `step`, the same on every rank (each takes its rows).
-std::pair<Tensor, Tensor> global_batch(int step) {
-  Generator gen(1000 + static_cast<uint64_t>(step));
-  return {randn({kBatch, kIn}, gen, kFloat64), randn({kBatch, kOut}, gen, kFloat64)};
-}
-
-std::pair<Tensor, Tensor> shard(const std::pair<Tensor, Tensor>& batch, int rank, int ranks) {
-  const int64_t rows = kBatch / ranks;
-  return {batch.first.narrow(0, rank * rows, rows), batch.second.narrow(0, rank * rows, rows)};
-}
-
-Tensor loss_of(Mlp& model, const std::pair<Tensor, Tensor>& batch) {
-  return mse_loss(model.forward(batch.first), batch.second);
-}
-
-void expect_same_parameters(Module& actual, Module& expected, double rtol) {
-  auto a = actual.named_parameters(), e = expected.named_parameters();
-  ASSERT_EQ(a.size(), e.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (rtol == 0) {
-      EXPECT_TRUE(tensors_equal(a[i].second, e[i].second)) << a[i].first;
-    } else {
-      EXPECT_TRUE(tensors_near(a[i].second, e[i].second, rtol, rtol)) << a[i].first;
-    }
-  }
-}
 
 TEST(DistributedDataParallelTest, MatchesOneProcessWithTheGlobalBatch) {
   auto group = default_group();
@@ -164,6 +118,144 @@ TEST(DistributedDataParallelTest, SyncFinishesInsideBackwardAndToleratesUnusedPa
   ddp.finish_gradient_sync();
   EXPECT_TRUE(tensors_equal(model->fc2->weight.grad(), zeros({kOut, kHidden}, kFloat64)));
   EXPECT_TRUE(model->fc1->weight.grad().defined());
+}
+
+// The reference of gradient accumulation, written out: each rank's micro-batch gradients added up
+// by backward in order, then the ranks' sums added in rank order and divided by N.
+void set_mean_of_accumulated_shard_gradients(Mlp& model,
+                                             const std::vector<std::pair<Tensor, Tensor>>& micro,
+                                             int ranks) {
+  std::vector<Tensor> sums;
+  for (int r = 0; r < ranks; ++r) {
+    model.zero_grad();
+    for (const auto& batch : micro) {
+      (loss_of(model, shard(batch, r, ranks)) / static_cast<double>(micro.size())).backward();
+    }
+    auto params = model.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (r == 0)
+        sums.push_back(params[i].grad().clone());
+      else
+        sums[i] = sums[i] + params[i].grad();
+    }
+  }
+  auto params = model.parameters();
+  for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(sums[i] / ranks);
+}
+
+TEST(DistributedDataParallelTest, NoSyncAccumulatesMicroBatchesAsOneLargeBatch) {
+  auto group = default_group();
+  const int ranks = group->world_size(), rank = group->rank();
+  if (kBatch % ranks != 0) GTEST_SKIP() << "the batch of " << kBatch << " does not split " << ranks;
+  constexpr int kMicro = 3;
+  auto model = make_model(21);
+  DistributedDataParallel ddp(model, group, {.bucket_cap_bytes = 300});
+  optim::SGD optimizer(model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  auto written_out = make_model(21);  // the same arithmetic, in one process
+  optim::SGD written_out_optimizer(written_out->parameters(), {.lr = 0.1, .momentum = 0.9});
+  auto large = make_model(21);  // one process, all 3 x 8 rows in one batch
+  optim::SGD large_optimizer(large->parameters(), {.lr = 0.1, .momentum = 0.9});
+  for (int step = 0; step < 3; ++step) {
+    std::vector<std::pair<Tensor, Tensor>> micro;
+    for (int k = 0; k < kMicro; ++k) micro.push_back(global_batch(100 + step * kMicro + k));
+    optimizer.zero_grad();
+    {
+      auto guard = ddp.no_sync();
+      for (int k = 0; k + 1 < kMicro; ++k) {
+        (loss_of(*model, shard(micro[k], rank, ranks)) / kMicro).backward();
+      }
+      ddp.finish_gradient_sync();  // does nothing inside the guard
+    }
+    if (step == 0) {
+      // Nothing was averaged yet: the gradients are this rank's own two micro-batches'.
+      auto local = make_model(21);
+      for (int k = 0; k + 1 < kMicro; ++k) {
+        (loss_of(*local, shard(micro[k], rank, ranks)) / kMicro).backward();
+      }
+      EXPECT_TRUE(tensors_equal(model->fc1->weight.grad(), local->fc1->weight.grad()));
+    }
+    (loss_of(*model, shard(micro[kMicro - 1], rank, ranks)) / kMicro).backward();
+    ddp.finish_gradient_sync();
+    optimizer.step();
+
+    set_mean_of_accumulated_shard_gradients(*written_out, micro, ranks);
+    written_out_optimizer.step();
+
+    large_optimizer.zero_grad();
+    std::vector<Tensor> xs, ys;
+    for (const auto& [x, y] : micro) xs.push_back(x), ys.push_back(y);
+    loss_of(*large, {cat(xs), cat(ys)}).backward();
+    large_optimizer.step();
+  }
+  // Bit for bit: the same additions in the same order.
+  expect_same_parameters(*model, *written_out, /*exact*/ 0);
+  // Against one large batch, only the order of the additions differs (as in
+  // MatchesOneProcessWithTheGlobalBatch): float64 rounding, far below 1e-10.
+  expect_same_parameters(*model, *large, 1e-10);
+}
+
+TEST(DistributedDataParallelTest, FinishSendsWhatNoSyncAccumulatedForParametersTheLastPassSkipped) {
+  auto group = default_group();
+  auto model = make_model(23);
+  DistributedDataParallel ddp(model, group);
+  const auto batch = shard(global_batch(7), group->rank(), group->world_size());
+  {
+    auto guard = ddp.no_sync();
+    loss_of(*model, batch).backward();  // fc1 and fc2
+  }
+  Tensor fc2_mean = model->fc2->weight.grad().clone();
+  group->all_reduce(fc2_mean, distributed::ReduceOp::Average);
+  model->fc1->forward(batch.first).sum().backward();  // fc1 only: fc2's hook never runs
+  ddp.finish_gradient_sync();
+  EXPECT_TRUE(tensors_equal(model->fc2->weight.grad(), fc2_mean));
+}
+
+// Rank r's rows of 8 when the shards differ in size: 2 and 6 rows for 2 ranks, 1, 3, 4 for 3.
+std::pair<int64_t, int64_t> uneven_rows(int rank, int ranks) {
+  auto bound = [&](int r) { return int64_t{kBatch} * r * (r + 1) / (ranks * (ranks + 1)); };
+  return {bound(rank), bound(rank + 1) - bound(rank)};
+}
+
+TEST(DistributedDataParallelTest, GlobalMeanLossIsTheMeanOverAllRowsWhenShardsDiffer) {
+  auto group = default_group();
+  const int ranks = group->world_size(), rank = group->rank();
+  if (ranks > 3) GTEST_SKIP() << "the uneven split of 8 rows leaves a rank empty beyond 3 ranks";
+  const auto [first, rows] = uneven_rows(rank, ranks);
+  auto model = make_model(31), mean_of_means = make_model(31), reference = make_model(31);
+  DistributedDataParallel ddp(model, group), naive_ddp(mean_of_means, group);
+  optim::SGD optimizer(model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD naive_optimizer(mean_of_means->parameters(), {.lr = 0.1, .momentum = 0.9});
+  optim::SGD reference_optimizer(reference->parameters(), {.lr = 0.1, .momentum = 0.9});
+  for (int step = 0; step < 5; ++step) {
+    const auto [x, y] = global_batch(200 + step);
+    const Tensor my_x = x.narrow(0, first, rows), my_y = y.narrow(0, first, rows);
+    optimizer.zero_grad();
+    Tensor loss = ddp.global_mean_loss(mse_loss(model->forward(my_x), my_y, "sum"), rows);
+    loss.backward();
+    ddp.finish_gradient_sync();
+    optimizer.step();
+    // Each rank's own mean, averaged over ranks: every row of a small shard weighs more.
+    naive_optimizer.zero_grad();
+    (mse_loss(mean_of_means->forward(my_x), my_y, "sum") / static_cast<double>(rows)).backward();
+    naive_ddp.finish_gradient_sync();
+    naive_optimizer.step();
+
+    reference_optimizer.zero_grad();
+    Tensor reference_loss = mse_loss(reference->forward(x), y, "sum") / static_cast<double>(kBatch);
+    reference_loss.backward();
+    reference_optimizer.step();
+    if (step == 0) {  // the mean over ranks of the returned values is the global mean
+      Tensor mean = loss.detach().clone();
+      group->all_reduce(mean, distributed::ReduceOp::Average);
+      EXPECT_NEAR(mean.item<double>(), reference_loss.item<double>(), 1e-12);
+    }
+  }
+  // Exact up to float64 rounding (the sums run in another order, and N / total is rounded once).
+  expect_same_parameters(*model, *reference, 1e-10);
+  if (ranks > 1) {  // the mean of means is a different step: the check above can fail
+    Tensor a = mean_of_means->fc1->weight.detach(), b = reference->fc1->weight.detach();
+    EXPECT_GT((a - b).abs().max().item<double>(), 1e-4);
+  }
 }
 
 TEST(DistributedDataParallelTest, OnTheGpuTakesTheSameStepsAsOnTheCpu) {

@@ -51,8 +51,13 @@ TEST(DistributedProcessGroupTest, BroadcastCopiesTheRootsTensorAndBarrierReturns
 
 TEST(DistributedProcessGroupTest, BadTensorsAreRefusedWithTheOpAndRank) {
   auto group = default_group();
-  EXPECT_SG_ERROR(group->all_reduce(zeros({3}, TensorOptions(kInt64))),
-                  "all_reduce: rank " + std::to_string(group->rank()) + ": int64 [3] on cpu");
+  const std::string rank = std::to_string(group->rank());
+  EXPECT_SG_ERROR(group->all_reduce(zeros({3}, TensorOptions(kBool))),
+                  "all_reduce: rank " + rank + ": bool [3] on cpu is not supported");
+  EXPECT_SG_ERROR(group->all_reduce(zeros({3}, TensorOptions(kInt64)), ReduceOp::Average),
+                  "all_reduce: rank " + rank + ": int64 [3] on cpu cannot be averaged");
+  EXPECT_SG_ERROR(group->all_gather_into(zeros({5}), zeros({2})),
+                  "all_gather_into: rank " + rank + ": the output (float32 [5] on cpu) must be");
   EXPECT_SG_ERROR(group->all_reduce(zeros({3, 4}).t()), "is not contiguous");
   EXPECT_SG_ERROR(group->broadcast(zeros({3}), group->world_size()),
                   "broadcast: root " + std::to_string(group->world_size()) + " is not a rank");
@@ -72,10 +77,10 @@ TEST(DistributedProcessGroupTest, MismatchedShapesAreReportedOnEveryRank) {
 TEST(DistributedProcessGroupTest, ATensorRefusedOnOneRankFailsEveryRank) {
   SKIP_UNLESS_RANKS(2);
   auto group = default_group();
-  // Rank 1 passes int64: it fails with its own reason, rank 0 learns of it instead of waiting.
-  Tensor t = zeros({3}, TensorOptions(group->rank() == 1 ? kInt64 : kFloat32));
+  // Rank 1 passes bool: it fails with its own reason, rank 0 learns of it instead of waiting.
+  Tensor t = zeros({3}, TensorOptions(group->rank() == 1 ? kBool : kFloat32));
   if (group->rank() == 1) {
-    EXPECT_SG_ERROR(group->all_reduce(t), "all_reduce: rank 1: int64 [3] on cpu is not supported");
+    EXPECT_SG_ERROR(group->all_reduce(t), "all_reduce: rank 1: bool [3] on cpu is not supported");
   } else {
     EXPECT_SG_ERROR(group->all_reduce(t), "all_reduce: rank 1's tensor was refused");
   }
@@ -112,6 +117,15 @@ TEST(DistributedProcessGroupTest, CudaTensorsGoThroughNccl) {
     group->broadcast(b, n - 1);
     EXPECT_TRUE(tensors_equal(b.to(kCPU), full({4}, n - 1.0, dtype)));
   }
+  // int64 sums and all-gathers go through NCCL too.
+  Tensor mine = full({3}, static_cast<double>(r), TensorOptions(kInt64).device(device));
+  Tensor all = zeros({3 * n}, TensorOptions(kInt64).device(device));
+  group->all_gather_into(all, mine);
+  std::vector<int64_t> expected;
+  for (int q = 0; q < n; ++q) expected.insert(expected.end(), 3, q);
+  EXPECT_EQ(all.to(kCPU).to_vector<int64_t>(), expected);
+  group->all_reduce(mine, ReduceOp::Sum);
+  EXPECT_EQ(mine.to(kCPU).to_vector<int64_t>(), std::vector<int64_t>(3, n * (n - 1) / 2));
   EXPECT_EQ(group->backend_name(device), "nccl");
 }
 

@@ -2,7 +2,10 @@
 # copy_task train --distributed from the command line, under mpirun -np 2:
 #   1. the tiny preset reaches 100% held-out exact match with 2 ranks, rank 0 alone printing;
 #   2. a rank killed mid-run (SIGKILL) ends the whole job within seconds with a non-zero status
-#      and a message naming the dead rank, and the last checkpoint on disk still loads.
+#      and a message naming the dead rank, and the last checkpoint on disk still loads;
+#   3. ranks started with a different --batch, --seed, --task or --steps are refused at once, with
+#      one message naming the flag and each rank's value;
+#   4. --zero1 reports each rank's share of the optimizer state.
 # Usage: cli_test.sh <copy_task binary> <mpirun>
 set -euo pipefail
 copy_task=$1
@@ -54,3 +57,33 @@ echo "ok: the job ended ${ended_in} s after rank 1 was killed, status $status"
 "$copy_task" eval --checkpoint "$dir/killed/last.safetensors" --samples 10 >"$dir/eval.out" ||
   fail "the last checkpoint does not load"
 echo "ok: the last checkpoint loads: $(cat "$dir/eval.out")"
+
+# 3. One rank given another value of a flag (mpirun's "A : B" starts rank 0 as A, rank 1 as B).
+common=(train --distributed --threads 1 --eval-every 5 --final-samples 10 --quiet)
+for case in "--batch 80 40" "--seed 0 5" "--task copy reverse" "--steps 5 7"; do
+  read -r flag zero one <<<"$case"
+  steps=(--steps 5)
+  [[ $flag != --steps ]] || steps=()
+  status=0
+  started=$(date +%s)
+  timeout 60 "$mpirun" -np 1 "$copy_task" "${common[@]}" "${steps[@]}" --out "$dir/mismatch" \
+    "$flag" "$zero" : -np 1 "$copy_task" "${common[@]}" "${steps[@]}" --out "$dir/mismatch" \
+    "$flag" "$one" \
+    >"$dir/mismatch.out" 2>"$dir/mismatch.err" || status=$?
+  [[ $status -ne 0 && $status -ne 124 ]] ||
+    { cat "$dir/mismatch.err"; fail "ranks with $flag $zero and $one: status $status"; }
+  expected="$flag is '$zero' on rank 0, '$one' on rank 1"
+  [[ $(grep -c "the ranks were started with different settings" "$dir/mismatch.err") -eq 1 ]] ||
+    { cat "$dir/mismatch.err"; fail "not one message for $flag $zero / $one"; }
+  grep -qF -- "$expected" "$dir/mismatch.err" ||
+    { cat "$dir/mismatch.err"; fail "the message does not say: $expected"; }
+  [[ ! -e $dir/mismatch/last.safetensors ]] || fail "ranks with different $flag trained"
+  echo "ok: refused in $(($(date +%s) - started)) s: $expected"
+done
+
+# 4. ZeRO-1 from the command line.
+"$mpirun" -np 2 --oversubscribe "$copy_task" "${common[@]}" --steps 5 --zero1 --out "$dir/zero1" \
+  >"$dir/zero1.out" 2>"$dir/zero1.err" || { cat "$dir/zero1.out" "$dir/zero1.err"; fail "--zero1"; }
+grep -q "optimizer state per rank: .* MB (ZeRO-1" "$dir/zero1.out" ||
+  { cat "$dir/zero1.out"; fail "--zero1 does not report the state per rank"; }
+echo "ok: $(grep "optimizer state per rank" "$dir/zero1.out")"
