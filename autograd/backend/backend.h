@@ -61,6 +61,12 @@ class Backend {
   // the bias). a and b may be transposed views (either of their last two strides 1) and may have
   // batch stride 0.
   virtual void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) = 0;
+  // The product of autocast (autograd/autocast.h): gemm's contract for float32 a, b and out, with
+  // a and b rounded to bfloat16 first. Each product of two bfloat16 values is exact in float32 (8
+  // significant bits times 8 fit in 24), so the result differs from the exact product of the
+  // rounded operands only by float32 rounding of the sum, whatever order the kernel sums in.
+  virtual void gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out,
+                             bool accumulate) = 0;
 
   // ---- softmax ----
   // out = softmax(x) or log_softmax(x) along dim; x contiguous.

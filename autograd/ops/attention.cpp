@@ -1,7 +1,8 @@
 // attention_composed: scaled-dot-product attention from matmul, a scale, masked_softmax and
 // dropout, the version to read first (nn::scaled_dot_product_attention runs it), and
 // fused_attention: the same math (no dropout) as one op where the backend has a kernel for it
-// (the fast CPU backend's), attention_composed where it has none.
+// (the fast CPU backend's), attention_composed where it has none, and under autocast (its two
+// products, and their backward, are then bfloat16 matmuls: autograd/autocast.h).
 //   forward   P = masked_softmax(scale · q·kᵀ), out = P·v              (P: the weights)
 //   backward  dv = Pᵀ·g, dP = g·vᵀ, dS = scale · P ∘ (dP - Σ_s P ∘ dP), dq = dS·k, dk = dSᵀ·q
 // The weights are an output too (MultiheadAttention returns them); a loss that uses them sends
@@ -28,6 +29,7 @@ std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, c
                                              const Tensor& mask, double scale, double dropout_p,
                                              bool training, CallSite site) {
   const CallSiteScope call_site(site);
+  detail::check_not_bfloat16("attention_composed", {q, k, v});
   // --8<-- [start:ex07.attention]
   // Scaling q rather than the scores: q [..., T, Dh] is no bigger than the scores [..., T, S],
   // and the product comes out contiguous, so the batched matmuls below (and their backward)
@@ -52,8 +54,9 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
                                           const Tensor& mask, double scale, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("fused_attention");
+  detail::check_not_bfloat16("fused_attention", {q, k, v});
   if (!q.defined() || !k.defined() || !v.defined() || q.dim() != 4 || k.dim() != 4 ||
-      v.dim() != 4) {
+      v.dim() != 4 || autocast_applies(q.dtype())) {
     return attention_composed(q, k, v, mask, scale);
   }
   const int64_t B = q.size(0), H = q.size(1), T = q.size(2), Dh = q.size(3);

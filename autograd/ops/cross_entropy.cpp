@@ -121,6 +121,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   const Reduction mode = parse_reduction(reduction);
   SG_CHECK(logits.is_floating_point(), "cross_entropy: logits must be float32 or float64, got {}",
            logits.dtype());
+  detail::check_not_bfloat16("cross_entropy", {logits});
   SG_CHECK(target.dtype() == kInt64,
            "cross_entropy: target must be an int64 tensor of class indices, got {}",
            target.dtype());

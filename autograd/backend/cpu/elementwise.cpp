@@ -9,7 +9,7 @@
 namespace sg::cpu {
 
 void CpuBackend::fill(const Tensor& out, double value) {
-  dispatch_dtype("fill", out.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("fill", out.dtype(), [&]<typename T>() {
     T v = static_cast<T>(value);
     T* o = out.data_ptr<T>();
     for_each_run<1>(out.shape(), {&out.strides()},
@@ -21,8 +21,8 @@ void CpuBackend::fill(const Tensor& out, double value) {
 }
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
-  dispatch_dtype("copy", dst.dtype(), [&]<typename D>() {
-    dispatch_dtype("copy", src.dtype(), [&]<typename S>() {
+  dispatch_dtype_and_bfloat16("copy", dst.dtype(), [&]<typename D>() {
+    dispatch_dtype_and_bfloat16("copy", src.dtype(), [&]<typename S>() {
       map1<D, S>(src, dst, [](S v) { return static_cast<D>(v); });
     });
   });
@@ -30,7 +30,7 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
 
 void CpuBackend::where(const Tensor& condition, const Tensor& a, const Tensor& b,
                        const Tensor& out) {
-  dispatch_dtype("where", out.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("where", out.dtype(), [&]<typename T>() {
     const uint8_t* c = elements<bool>(condition);
     const Bytes<T>* pa = elements<T>(a);
     const Bytes<T>* pb = elements<T>(b);

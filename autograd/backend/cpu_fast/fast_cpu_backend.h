@@ -29,6 +29,8 @@ class FastCpuBackend : public CpuBackend {
   void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
               const Tensor& indices) override;  // reduce.cpp
   void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  // gemm.cpp, with bf16_gemm.h: AVX512-BF16 products where the CPU has them.
+  void gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
   // softmax.cpp
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,

@@ -21,6 +21,7 @@ struct CublasApi {
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   decltype(&cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
   decltype(&cublasDgemmStridedBatched) dgemm_strided_batched = nullptr;
+  decltype(&cublasGemmStridedBatchedEx) gemm_strided_batched_ex = nullptr;  // bfloat16 products
   decltype(&cublasGetStatusString) get_status_string = nullptr;
 };
 
