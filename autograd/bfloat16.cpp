@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "autograd/error.h"  // sg::Error, which exercise mode's stub throws
+
 namespace sg {
 
 uint16_t float_to_bfloat16_bits(float value) {

@@ -29,6 +29,20 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   return Tensor(std::move(impl));
 }
 
+Tensor empty_strided(const Shape& shape, const Strides& strides, TensorOptions options) {
+  SG_CHECK(strides.size() == shape.size(), "empty_strided: {} strides for shape {}", strides.size(),
+           shape);
+  int64_t extent = numel_of(shape) == 0 ? 0 : 1;  // elements the storage needs
+  for (size_t d = 0; d < shape.size(); ++d) {
+    SG_CHECK(strides[d] >= 0, "empty_strided: negative stride in {}", strides);
+    if (shape[d] > 0 && extent > 0) extent += (shape[d] - 1) * strides[d];
+  }
+  Tensor block = empty({extent}, options);
+  block.impl()->shape = shape;
+  block.impl()->strides = strides;
+  return block;
+}
+
 Tensor full(const Shape& shape, double value, TensorOptions options) {
   Tensor t = empty(shape, options);
   backend_for(t.device()).fill(t, value);

@@ -2,6 +2,7 @@
 // both CPU backends; the bound on their error; what stays float32; PyTorch's torch.autocast
 // goldens; and float64 gradchecks, which autocast leaves exact.
 #include <cmath>
+#include <tuple>
 
 #include "tests/support/bfloat16_bound.h"
 #include "tests/support/golden.h"
@@ -142,13 +143,63 @@ TEST(AutocastTest, OnlyProductsChange) {
   EXPECT_TRUE(testing::tensors_near(cross_entropy(x, zeros({3}, kInt64)), loss_plain, 0, 0));
   EXPECT_TRUE(testing::tensors_near(x.sum(1), sum_plain, 0, 0));
   EXPECT_EQ((x * 2.0).dtype(), kFloat32);
-  // Attention: its two products round, the fused op runs the composed form, the same bits.
-  const Tensor q = randn({2, 2, 5, 8}), k = randn({2, 2, 6, 8}), v = randn({2, 2, 6, 4});
-  const auto [fused_out, fused_weights] = fused_attention(q, k, v, Tensor(), 0.3);
-  const auto [out, weights] = attention_composed(q, k, v, Tensor(), 0.3);
-  EXPECT_TRUE(testing::tensors_near(fused_out, out, 0, 0));
-  EXPECT_TRUE(testing::tensors_near(fused_weights, weights, 0, 0));
-  EXPECT_TRUE(within_float32_summation(out, bfloat16_rounded(weights), bfloat16_rounded(v)));
+}
+
+// fused_attention under autocast, through each of the fast backend's kernels (registers for up to
+// 16 keys, one or a few queries, keys by columns as a decoding cache keeps them; narrow products
+// for up to 64) and, at the AVX2 level or on the reference kernels, the composed form: the
+// weights are the softmax of the exact scores of the rounded q and k, the output the rounded
+// weights times the rounded v to float32 rounding of the sum, and the gradients those of the
+// composed form under autocast. (A scale of 1/4 commutes with rounding, so the kernels' scale·kᵀ
+// and the composed (scale·q)·kᵀ round the same operands.)
+void check_attention_under_autocast(int64_t T, int64_t S, int64_t Dh, bool keys_by_columns) {
+  SCOPED_TRACE(fmt::format("T {} S {} Dh {} keys by columns {}", T, S, Dh, keys_by_columns));
+  Generator gen(static_cast<uint64_t>(T * 1000 + S * 10 + Dh));
+  const double scale = 0.25;
+  Tensor q = randn({2, 3, T, Dh}, gen).requires_grad_(true);
+  Tensor k = (keys_by_columns ? randn({2, 3, Dh, S}, gen).transpose(2, 3).contiguous()
+                              : randn({2, 3, S, Dh}, gen))
+                 .requires_grad_(true);
+  Tensor v = randn({2, 3, S, Dh}, gen).requires_grad_(true);
+  const Tensor key_view = keys_by_columns ? k.transpose(2, 3).contiguous().transpose(2, 3) : k;
+  const Tensor g = randn({2, 3, T, Dh}, gen);
+  Tensor out, weights;
+  {
+    AutocastGuard autocast(kBFloat16);
+    std::tie(out, weights) = fused_attention(q, keys_by_columns ? key_view : k, v, Tensor(), scale);
+  }
+  out.backward(g);
+  const Tensor rq = bfloat16_rounded(q.detach()), rk = bfloat16_rounded(k.detach());
+  const Tensor scores = testing::reference_matmul(rq.to(kFloat64), rk.to(kFloat64).transpose(2, 3));
+  EXPECT_TRUE(testing::tensors_near(weights.to(kFloat64), softmax(scores * scale, -1), 2e-6, 1e-5));
+  EXPECT_TRUE(within_float32_summation(out, bfloat16_rounded(weights.detach()),
+                                       bfloat16_rounded(v.detach())));
+  EXPECT_TRUE(within_float32_summation(v.grad(), bfloat16_rounded(weights.detach()).transpose(2, 3),
+                                       bfloat16_rounded(g)));
+  // dq and dk go through dS, rounded from a softmax gradient both compute in float32: the same
+  // to within a rounding of some of its entries.
+  Tensor cq = q.detach().requires_grad_(true), ck = k.detach().requires_grad_(true);
+  {
+    AutocastGuard autocast(kBFloat16);
+    attention_composed(cq, ck, v.detach(), Tensor(), scale).first.backward(g);
+  }
+  auto relative = [](const Tensor& a, const Tensor& b) {
+    return ((a - b).pow(2.0).sum() / b.pow(2.0).sum()).sqrt().item<double>();
+  };
+  EXPECT_LT(relative(q.grad(), cq.grad()), 5e-3);
+  EXPECT_LT(relative(k.grad(), ck.grad()), 5e-3);
+}
+
+TEST(AutocastTest, FusedAttentionRoundsEveryProductsOperands) {
+  for (const CpuKernels kernels : {CpuKernels::Reference, CpuKernels::Fast}) {
+    CpuKernelsGuard guard(kernels);
+    testing::at_every_cpu_feature_level([] {
+      check_attention_under_autocast(5, 6, 8, false);     // registers, queries in the lanes
+      check_attention_under_autocast(1, 7, 8, true);      // one query (decoding), keys by columns
+      check_attention_under_autocast(3, 9, 16, false);    // a few queries
+      check_attention_under_autocast(20, 40, 32, false);  // narrow products, up to 64 keys
+    });
+  }
 }
 
 TEST(AutocastTest, MatchesPyTorchAutocastOnCpu) {

@@ -1,10 +1,12 @@
-// CPU elementwise kernels that are not a math function: fill, copy (converting dtypes) and where.
-// Each is one strided loop (strided_loop.h); unary.cpp and binary.cpp hold the math.
+// CPU elementwise kernels that are not a math function: fill, copy (converting dtypes), where, and
+// rounding to bfloat16 (a copy there and back). Each is one strided loop (strided_loop.h);
+// unary.cpp and binary.cpp hold the math.
 #include <algorithm>
 #include <cstdint>
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/elementwise_loops.h"
+#include "autograd/factory.h"
 
 namespace sg::cpu {
 
@@ -26,6 +28,12 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
       map1<D, S>(src, dst, [](S v) { return static_cast<D>(v); });
     });
   });
+}
+
+void CpuBackend::round_to_bfloat16(const Tensor& x, const Tensor& out) {
+  Tensor half = empty(x.shape(), TensorOptions(kBFloat16).device(x.device()));
+  copy(x, half);    // to nearest, ties to even (float_to_bfloat16_bits)
+  copy(half, out);  // and back, exactly
 }
 
 void CpuBackend::where(const Tensor& condition, const Tensor& a, const Tensor& b,

@@ -15,14 +15,16 @@ namespace sg::cpu {
 
 namespace {
 
-// m [batch, rows, cols] as a float32 copy whose values are bfloat16 values: converted to bfloat16
-// (rounded to nearest even) and back (exactly). A matrix repeated over the batch is rounded once.
+// m [batch, rows, cols] as a float32 copy whose values are bfloat16 values. A matrix repeated over
+// the batch is rounded once.
 Tensor bfloat16_values(Backend& backend, const Tensor& m) {
   const Tensor source = repeats_one_matrix(m) ? with_batch(m, 1) : m;
-  Tensor half = empty(source.shape(), TensorOptions(kBFloat16).device(m.device()));
-  Tensor values = empty(source.shape(), m.options());
-  backend.copy(source, half);
-  backend.copy(half, values);
+  // Laid out as the source where it is dense (a transposed weight stays transposed), so that the
+  // rounding walks both in memory order.
+  Tensor values = is_non_overlapping_and_dense(source.shape(), source.strides())
+                      ? empty_strided(source.shape(), source.strides(), m.options())
+                      : empty(source.shape(), m.options());
+  backend.round_to_bfloat16(source, values);
   return repeats_one_matrix(m) ? with_batch(values, m.size(0)) : values;
 }
 

@@ -19,14 +19,25 @@ namespace sg::cpu {
 
 namespace {
 
-using bf16::kCols;
-using bf16::kRows;
 using bf16::Pair;
 
-// Pairs of k per block of the depth: a panel of b for one block (kDepthBlock x kCols pairs, 32 KB)
-// stays in the first-level cache while the tiles of the rows take it in turn, and a panel of a
-// (kRowBlock rows of it, 72 KB) in the second.
-constexpr int64_t kDepthBlock = 128;
+// A register tile of R rows of c by V registers of 16 columns: R x V sums and V registers of b's
+// pairs, of the 32. The wide one for most products; the narrow one for at most 32 columns (the
+// tiny model's layers), which would leave half of the wide one's columns empty.
+template <int64_t R, int64_t V>
+struct Tile {
+  static constexpr int64_t kRows = R, kVectors = V, kCols = 16 * V;
+};
+using WideTile = Tile<6, 4>;
+using NarrowTile = Tile<12, 2>;
+
+// The blocks of the depth (pairs of k) and of the rows: a block of a (144 rows x 512 pairs, 288 KB)
+// stays in the second-level cache (1 MB on Zen 4) while the panels of b stream past it, each panel
+// (512 x 64 pairs, 128 KB) read by the 24 tiles of the block in turn; c is read and written once
+// per block of the depth. Timed on one core (bench_matmul --bf16, a shared machine, indicative):
+// depth blocks of 64, 128, 256 and 1024 pairs and row blocks of 48, 72 and 288 were no faster,
+// and a tile of 6 x 4 registers faster than 8 x 3 or 14 x 2 (bench/NOTES.md).
+constexpr int64_t kDepthBlock = 512;
 constexpr int64_t kRowBlock = 144;
 // Products below this many multiply-adds decline (bf16_gemm_fits); a single product of at least
 // kMinThreadedWork is cut into blocks over the pool.
@@ -56,8 +67,8 @@ class Scratch {
 
 thread_local Scratch scratch_a, scratch_b;
 
-// One product's operands, packed: a in panels of kRows rows, b in panels of kCols columns, each
-// panel `pairs` pairs of k deep.
+// One product's operands, packed: a in panels of Tile::kRows rows, b in panels of Tile::kCols
+// columns, each panel `pairs` pairs of k deep.
 struct Packed {
   const Pair* a;
   const Pair* b;
@@ -67,40 +78,43 @@ struct Packed {
 int64_t panels(int64_t n, int64_t width) { return (n + width - 1) / width; }
 
 // Packs panels [first, last) of the a panels followed by the b panels.
+template <typename Tile>
 void pack_panels(const float* a, const float* b, const StridedMatrices& ma,
                  const StridedMatrices& mb, int64_t M, int64_t N, int64_t K, Pair* pa, Pair* pb,
                  int64_t first, int64_t last) {
-  const int64_t pairs = (K + 1) / 2, a_panels = panels(M, kRows);
+  constexpr int64_t R = Tile::kRows, C = Tile::kCols;
+  const int64_t pairs = (K + 1) / 2, a_panels = panels(M, R);
   for (int64_t panel = first; panel < last; ++panel) {
     if (panel < a_panels) {
-      const int64_t r = panel * kRows;
-      bf16::pack_panel<kRows>(a + r * ma.row_stride, ma.row_stride, ma.col_stride,
-                              std::min(kRows, M - r), K, pa + panel * pairs * kRows);
+      const int64_t r = panel * R;
+      bf16::pack_panel<R>(a + r * ma.row_stride, ma.row_stride, ma.col_stride, std::min(R, M - r),
+                          K, pa + panel * pairs * R);
     } else {
-      const int64_t j = (panel - a_panels) * kCols;
-      bf16::pack_panel<kCols>(b + j * mb.col_stride, mb.col_stride, mb.row_stride,
-                              std::min<int64_t>(kCols, N - j), K,
-                              pb + (panel - a_panels) * pairs * kCols);
+      const int64_t j = (panel - a_panels) * C;
+      bf16::pack_panel<C>(b + j * mb.col_stride, mb.col_stride, mb.row_stride, std::min(C, N - j),
+                          K, pb + (panel - a_panels) * pairs * C);
     }
   }
 }
 
-// The tiles of c's rows [r0, r1) and columns [c0, c1) (r0 a multiple of kRows, c0 of kCols), the
-// depth a block at a time. Each sum runs over k in one order, whatever the block.
+// The tiles of c's rows [r0, r1) and columns [c0, c1) (r0 a multiple of the tile's rows, c0 of its
+// columns), the depth a block at a time. Each sum runs over k in one order, whatever the block.
+template <typename Tile>
 void tiles(const Packed& p, float* c, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
            bool accumulate) {
+  constexpr int64_t R = Tile::kRows, C = Tile::kCols;
+  static_assert(kRowBlock % R == 0, "a block of rows holds whole tiles");
   for (int64_t p0 = 0; p0 < p.pairs; p0 += kDepthBlock) {
     const int64_t depth = std::min(kDepthBlock, p.pairs - p0);
     const bool load_c = accumulate || p0 > 0;
     for (int64_t i0 = r0; i0 < r1; i0 += kRowBlock) {
       const int64_t i1 = std::min(r1, i0 + kRowBlock);
-      for (int64_t j = c0; j < c1; j += kCols) {
-        const Pair* b_panel = p.b + (j / kCols) * p.pairs * kCols + p0 * kCols;
-        for (int64_t i = i0; i < i1; i += kRows) {
-          const Pair* a_panel = p.a + (i / kRows) * p.pairs * kRows + p0 * kRows;
-          bf16::tile<kRows, bf16::kVectors>(depth, a_panel, b_panel, c + i * p.N + j, p.N,
-                                            std::min(kRows, p.M - i), std::min(kCols, p.N - j),
-                                            load_c);
+      for (int64_t j = c0; j < c1; j += C) {
+        const Pair* b_panel = p.b + (j / C) * p.pairs * C + p0 * C;
+        for (int64_t i = i0; i < i1; i += R) {
+          const Pair* a_panel = p.a + (i / R) * p.pairs * R + p0 * R;
+          bf16::tile<R, Tile::kVectors>(depth, a_panel, b_panel, c + i * p.N + j, p.N,
+                                        std::min(R, p.M - i), std::min(C, p.N - j), load_c);
         }
       }
     }
@@ -109,15 +123,18 @@ void tiles(const Packed& p, float* c, int64_t r0, int64_t r1, int64_t c0, int64_
 
 // One large product over the pool: both operands packed in parallel, then c in blocks of rows (or
 // of columns, where it is wider than tall) fixed by the shape.
+template <typename Tile>
 void large_product(int64_t M, int64_t N, int64_t K, const float* a, const StridedMatrices& ma,
                    const float* b, const StridedMatrices& mb, float* c, bool accumulate) {
-  const int64_t pairs = (K + 1) / 2, a_panels = panels(M, kRows), b_panels = panels(N, kCols);
-  Pair* pa = scratch_a.get(a_panels * pairs * kRows);
-  Pair* pb = scratch_b.get(b_panels * pairs * kCols);
+  constexpr int64_t R = Tile::kRows, C = Tile::kCols;
+  const int64_t pairs = (K + 1) / 2, a_panels = panels(M, R), b_panels = panels(N, C);
+  Pair* pa = scratch_a.get(a_panels * pairs * R);
+  Pair* pb = scratch_b.get(b_panels * pairs * C);
   // A grain of panels is about kParallelGrain pairs.
-  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (pairs * kCols));
-  parallel_for(a_panels + b_panels, grain,
-               [&](int64_t lo, int64_t hi) { pack_panels(a, b, ma, mb, M, N, K, pa, pb, lo, hi); });
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (pairs * C));
+  parallel_for(a_panels + b_panels, grain, [&](int64_t lo, int64_t hi) {
+    pack_panels<Tile>(a, b, ma, mb, M, N, K, pa, pb, lo, hi);
+  });
   const Packed packed{pa, pb, M, N, pairs};
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const bool by_rows = a_panels >= b_panels;
@@ -127,22 +144,46 @@ void large_product(int64_t M, int64_t N, int64_t K, const float* a, const Stride
     for (int64_t part = lo; part < hi; ++part) {
       const int64_t first = units * part / parts, last = units * (part + 1) / parts;
       if (by_rows) {
-        tiles(packed, c, first * kRows, std::min(M, last * kRows), 0, N, accumulate);
+        tiles<Tile>(packed, c, first * R, std::min(M, last * R), 0, N, accumulate);
       } else {
-        tiles(packed, c, 0, M, first * kCols, std::min(N, last * kCols), accumulate);
+        tiles<Tile>(packed, c, 0, M, first * C, std::min(N, last * C), accumulate);
       }
     }
   });
 }
 
 // One product on the calling thread, packed into its own scratch.
+template <typename Tile>
 void small_product(int64_t M, int64_t N, int64_t K, const float* a, const StridedMatrices& ma,
                    const float* b, const StridedMatrices& mb, float* c, bool accumulate) {
-  const int64_t pairs = (K + 1) / 2, a_panels = panels(M, kRows), b_panels = panels(N, kCols);
-  Pair* pa = scratch_a.get(a_panels * pairs * kRows);
-  Pair* pb = scratch_b.get(b_panels * pairs * kCols);
-  pack_panels(a, b, ma, mb, M, N, K, pa, pb, 0, a_panels + b_panels);
-  tiles(Packed{pa, pb, M, N, pairs}, c, 0, M, 0, N, accumulate);
+  constexpr int64_t R = Tile::kRows, C = Tile::kCols;
+  const int64_t pairs = (K + 1) / 2, a_panels = panels(M, R), b_panels = panels(N, C);
+  Pair* pa = scratch_a.get(a_panels * pairs * R);
+  Pair* pb = scratch_b.get(b_panels * pairs * C);
+  pack_panels<Tile>(a, b, ma, mb, M, N, K, pa, pb, 0, a_panels + b_panels);
+  tiles<Tile>(Packed{pa, pb, M, N, pairs}, c, 0, M, 0, N, accumulate);
+}
+
+// The whole batch with one tile shape.
+template <typename Tile>
+void products(int64_t batch, int64_t M, int64_t N, int64_t K, const StridedMatrices& a,
+              const StridedMatrices& b, float* c, bool accumulate) {
+  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  if (work >= kMinThreadedWork) {  // each product over the pool in turn
+    for (int64_t i = 0; i < batch; ++i) {
+      large_product<Tile>(M, N, K, a.data + i * a.batch_stride, a, b.data + i * b.batch_stride, b,
+                          c + i * M * N, accumulate);
+    }
+    return;
+  }
+  // The products of the batch over the pool, each on one thread.
+  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kMinThreadedWork / 8 / work));
+  parallel_for(batch, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      small_product<Tile>(M, N, K, a.data + i * a.batch_stride, a, b.data + i * b.batch_stride, b,
+                          c + i * M * N, accumulate);
+    }
+  });
 }
 
 }  // namespace
@@ -151,29 +192,15 @@ bool bf16_gemm_available() { return cpu_features() >= CpuFeatures::Avx512Bf16; }
 
 bool bf16_gemm_fits(int64_t M, int64_t N, int64_t K) {
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  return M >= 2 && N >= 2 && K >= 2 && work >= kMinWork && bf16_gemm_available();
+  return M >= 2 && N > 16 && K >= 2 && work >= kMinWork && bf16_gemm_available();
 }
 
 void bf16_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, StridedMatrices a, StridedMatrices b,
                float* c, bool accumulate) {
   SG_CHECK(bf16_gemm_available(), "bf16_gemm: this CPU (or the cap) has no AVX512-BF16");
   SG_CHECK(M >= 1 && N >= 1 && K >= 1, "bf16_gemm: empty product [{}, {}]·[{}, {}]", M, K, K, N);
-  const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
-  if (work >= kMinThreadedWork) {  // each product over the pool in turn
-    for (int64_t i = 0; i < batch; ++i) {
-      large_product(M, N, K, a.data + i * a.batch_stride, a, b.data + i * b.batch_stride, b,
-                    c + i * M * N, accumulate);
-    }
-    return;
-  }
-  // The products of the batch over the pool, each on one thread.
-  const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kMinThreadedWork / 8 / work));
-  parallel_for(batch, grain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      small_product(M, N, K, a.data + i * a.batch_stride, a, b.data + i * b.batch_stride, b,
-                    c + i * M * N, accumulate);
-    }
-  });
+  if (N <= NarrowTile::kCols) return products<NarrowTile>(batch, M, N, K, a, b, c, accumulate);
+  products<WideTile>(batch, M, N, K, a, b, c, accumulate);
 }
 
 #else  // no AVX512-BF16 kernel in this build: the reference rounds and multiplies in float32

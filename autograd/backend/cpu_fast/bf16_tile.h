@@ -11,18 +11,12 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "autograd/backend/cpu_fast/avx512_rows.h"
 #include "autograd/bfloat16.h"
 
 #define SG_AVX512_BF16 gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")
 
 namespace sg::cpu::bf16 {
-
-// The tile: kRows rows of c by kVectors registers of 16 columns (kCols), kRows x kVectors sums in
-// registers plus kVectors of b's pairs, of the 32: per pair of k, kVectors loads, kRows broadcasts
-// and kRows x kVectors vdpbf16ps.
-inline constexpr int64_t kRows = 6;
-inline constexpr int64_t kVectors = 4;
-inline constexpr int64_t kCols = 16 * kVectors;
 
 // A pair of bfloat16 values in one 32-bit word, k even in the low half (the lane order vdpbf16ps
 // multiplies in).
@@ -64,6 +58,28 @@ using Pair = uint32_t;
   }
 }
 
+// pairs_along for 16 lanes at once (lane i at x + i * is, lanes past `lanes` zero): each lane's 16
+// pairs of a chunk of k in a register, the 16 x 16 block of pairs transposed, and each pair's 16
+// lanes stored as one register at out[p * stride] (stride a multiple of 16: whole rows of a
+// panel). A panel of b transposed (a Linear layer's weight) is packed this way.
+[[SG_AVX512_BF16]] inline void sixteen_lanes_along(const float* x, int64_t is, int64_t lanes,
+                                                   int64_t K, Pair* out, int64_t stride) {
+  const int64_t pairs = (K + 1) / 2;
+  for (int64_t k = 0; k < K; k += 32) {
+    __m512 block[16];
+    for (int64_t i = 0; i < 16; ++i) {
+      const float* lane = x + (i < lanes ? i * is : 0) + k;  // a lane past `lanes` reads nothing
+      const __m512 lo = _mm512_maskz_loadu_ps(i < lanes ? first_lanes(K - k) : 0, lane);
+      const __m512 hi = _mm512_maskz_loadu_ps(i < lanes ? first_lanes(K - k - 16) : 0, lane + 16);
+      block[i] = reinterpret_cast<__m512>(_mm512_cvtne2ps_pbh(hi, lo));  // pairs, in k order
+    }
+    avx512::transpose_16x16(block);  // block[q]: pair k/2 + q of each lane (32-bit moves)
+    for (int64_t q = 0; q < 16 && k / 2 + q < pairs; ++q) {
+      _mm512_store_ps(reinterpret_cast<float*>(out + (k / 2 + q) * stride), block[q]);
+    }
+  }
+}
+
 // The pair (x[k0], x[k1]) of two strided elements, rounded in software (neither operand has a
 // unit stride: rare); k1 < 0 for a zero partner.
 inline Pair pair_of(const float* x, int64_t k0, int64_t k1) {
@@ -71,14 +87,18 @@ inline Pair pair_of(const float* x, int64_t k0, int64_t k1) {
   return k1 < 0 ? low : low | static_cast<Pair>(float_to_bfloat16_bits(x[k1])) << 16;
 }
 
-// A panel of `lanes` <= L rows of a (L = kRows) or columns of b (L = kCols), as pairs: out[p * L +
-// i] for pair p of lane i, lanes past `lanes` zero. Element (i, k) of the source is at x[i * is +
-// k * ks].
+// A panel of `lanes` <= L rows of a (L: the tile's rows) or columns of b (its columns), as pairs:
+// out[p * L + i] for pair p of lane i, lanes past `lanes` zero. Element (i, k) of the source is at
+// x[i * is + k * ks].
 template <int64_t L>
 [[SG_AVX512_BF16]] void pack_panel(const float* x, int64_t is, int64_t ks, int64_t lanes, int64_t K,
                                    Pair* out) {
   const int64_t pairs = (K + 1) / 2;
-  if (ks == 1) {  // each lane contiguous along k: a lane at a time
+  if (ks == 1 && L % 16 == 0) {  // each lane contiguous along k, 16 lanes at a time
+    for (int64_t i = 0; i < L; i += 16) {
+      sixteen_lanes_along(x + i * is, is, lanes - i, K, out + i, L);
+    }
+  } else if (ks == 1) {  // each lane contiguous along k: a lane at a time
     for (int64_t i = 0; i < L; ++i) {
       if (i < lanes) {
         pairs_along(x + i * is, K, out + i, L);

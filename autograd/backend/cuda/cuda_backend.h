@@ -65,6 +65,7 @@ class CudaBackend final : public Backend {
               const Tensor& indices) override;
   void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
   void gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  void round_to_bfloat16(const Tensor& x, const Tensor& out) override;
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                         const Tensor& out) override;

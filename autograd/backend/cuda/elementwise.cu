@@ -104,6 +104,11 @@ __device__ inline BFloat16 float_to_bfloat16(float f) {
   return out;
 }
 
+// A float rounded to bfloat16 and back: what autocast's products read.
+struct RoundToBFloat16Fn {
+  __device__ float operator()(float v) const { return __bfloat162float(__float2bfloat16_rn(v)); }
+};
+
 // Conversions go through float where bfloat16 is involved (a double is rounded to float first,
 // as on the CPU and in PyTorch).
 template <typename D, typename S>
@@ -321,6 +326,11 @@ void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
     dispatch_dtype_and_bfloat16(
         "copy", src.dtype(), [&]<typename S>() { map1<D, S>("copy", src, dst, CastFn<D, S>{}); });
   });
+}
+
+void CudaBackend::round_to_bfloat16(const Tensor& x, const Tensor& out) {
+  Scope scope(*this);
+  map1<float, float>("round_to_bfloat16", x, out, RoundToBFloat16Fn{});
 }
 
 void CudaBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {

@@ -1,6 +1,7 @@
 // The AVX512-BF16 product (backend/cpu_fast/bf16_gemm.h) against the exact product of the same
 // rounded operands, within float32 rounding of the sum (tests/support/bfloat16_bound.h), around
-// every edge of its tile (6 rows, 64 columns), its pairs (odd K), its blocks of the depth (128
+// every edge of its tiles (6 rows by 64 columns; 12 by 32 for narrow products), its pairs (odd K),
+// its blocks of the depth (512
 // pairs) and rows (144): transposed operands, accumulation onto c, batches with a shared operand,
 // special values; the same bits at 1, 2 and 3 threads; and the routes into it (matmul and
 // fused_linear under autocast), at every CPU feature level (the reference where there is no
@@ -56,10 +57,13 @@ void check_product(int64_t batch, int64_t M, int64_t N, int64_t K, bool a_transp
 
 TEST(BackendBf16Gemm, EveryEdgeOfTheTileAndThePairs) {
   SG_SKIP_WITHOUT_BF16_GEMM();
-  for (const int64_t M : {1, 5, 6, 7, 13}) {
-    for (const int64_t N : {1, 15, 16, 17, 63, 64, 65}) {
-      for (const int64_t K : {1, 2, 3, 31, 32, 33}) {
-        check_product(1, M, N, K, false, false, false);
+  // Each operand in rows and transposed: four ways of packing a panel.
+  for (const bool a_t : {false, true}) {
+    for (const bool b_t : {false, true}) {
+      for (const int64_t M : {1, 5, 6, 7, 11, 12, 13}) {
+        for (const int64_t N : {1, 15, 16, 17, 31, 32, 33, 63, 64, 65}) {
+          for (const int64_t K : {1, 2, 3, 31, 32, 33}) check_product(1, M, N, K, a_t, b_t, false);
+        }
       }
     }
   }
@@ -93,8 +97,8 @@ TEST(BackendBf16Gemm, EveryLayoutAndAccumulation) {
 
 TEST(BackendBf16Gemm, BlocksOfTheDepthAndTheRows) {
   SG_SKIP_WITHOUT_BF16_GEMM();
-  // 128 pairs of k per block (K = 256), 144 rows per block of a.
-  for (const int64_t K : {255, 256, 257, 513}) check_product(1, 20, 70, K, false, true, false);
+  // 512 pairs of k per block (K = 1024), 144 rows per block of a.
+  for (const int64_t K : {1023, 1024, 1025, 2049}) check_product(1, 20, 70, K, false, true, false);
   for (const int64_t M : {143, 144, 145, 300}) check_product(1, M, 33, 40, true, false, true);
   // Large enough to be cut over the pool (several blocks of rows, then of columns).
   check_product(1, 300, 130, 129, false, true, true);
