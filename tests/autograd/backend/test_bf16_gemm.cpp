@@ -9,9 +9,11 @@
 #include "autograd/backend/cpu_fast/bf16_gemm.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "autograd/backend/backend.h"
 #include "autograd/backend/cpu_fast/parallel.h"
 #include "tests/support/bfloat16_bound.h"
 
@@ -164,6 +166,40 @@ TEST(BackendBf16Gemm, OpsUnderAutocastAtEveryFeatureLevel) {
         within_float32_summation(fused_linear(x, w, bias), rx, rw.t(), bias.expand({4, 50, 200})));
     EXPECT_TRUE(within_float32_summation(matmul(x.transpose(1, 2), x), rx.transpose(1, 2), rx));
   });
+}
+
+// The fast backend's rounding (16 lanes in AVX-512 registers) gives the reference's bits
+// (float_to_bfloat16_bits, through a bfloat16 tensor) on random bit patterns -- every exponent,
+// denormals, infinities and NaNs among them -- in rows and transposed.
+TEST(BackendBf16Rounding, FastRoundingHasTheReferencesBits) {
+  Generator gen(17);
+  std::vector<float> values(1 << 16);
+  for (float& v : values) {
+    const auto bits = static_cast<uint32_t>(gen.next_u64());
+    std::memcpy(&v, &bits, sizeof v);
+  }
+  const Tensor x = from_vector(values, {256, 256});
+  auto bits_of = [](const Tensor& t) {
+    const Tensor c = t.contiguous();
+    std::vector<uint32_t> out(static_cast<size_t>(c.numel()));
+    std::memcpy(out.data(), c.raw_data(), out.size() * sizeof(uint32_t));
+    for (uint32_t& b : out) {
+      if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x007FFFFFu) != 0) b = 0x7FC00000u;  // NaN
+    }
+    return out;
+  };
+  for (const bool transposed : {false, true}) {
+    const Tensor in = transposed ? x.t() : x;
+    Tensor reference = empty_strided(in.shape(), in.strides());
+    Tensor fast = empty_strided(in.shape(), in.strides());
+    cpu_backend(CpuKernels::Reference).round_to_bfloat16(in, reference);
+    testing::at_every_cpu_feature_level([&] {
+      cpu_backend(CpuKernels::Fast).round_to_bfloat16(in, fast);
+      EXPECT_EQ(bits_of(fast), bits_of(reference)) << "transposed " << transposed;
+    });
+  }
+  // And the reference's own bits are bfloat16 values of the inputs: the lower halves are zero.
+  for (const uint32_t b : bits_of(x.to(kBFloat16).to(kFloat32))) ASSERT_EQ(b & 0xFFFFu, 0u);
 }
 
 }  // namespace
