@@ -13,10 +13,10 @@ side in its own best settings, then side by side in rounds, then one table.
    compile time; the machine's FMA peak (fma_peak) and the GFLOP/s of scratchgrad's matrix
    products (one profiled run per training config) as a share of it.
 4. --bf16: mixed precision as two more sides in the same rounds, scratchgrad under
-   sg::AutocastGuard (bench_copy_task --bf16) and PyTorch 2 under torch.autocast("cpu",
-   dtype=torch.bfloat16) in its own best settings, and their ratios: scratchgrad bf16 against
-   PyTorch's autocast, against PyTorch's float32 and against scratchgrad's float32 (fma_peak
-   gives the vdpbf16ps peak beside the float32 one).
+   sg::AutocastGuard (bench_copy_task --bf16) and PyTorch (2, else Debian's) under
+   torch.autocast("cpu", dtype=torch.bfloat16) in its own best settings, and their ratios:
+   scratchgrad bf16 against PyTorch's autocast, against PyTorch's float32 and against
+   scratchgrad's float32 (fma_peak gives the vdpbf16ps peak beside the float32 one).
 """
 import argparse
 import datetime
@@ -120,8 +120,6 @@ def main():
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
     p.add_argument("--bf16", action="store_true",
                    help="add scratchgrad under autocast and PyTorch under torch.autocast")
-    p.add_argument("--bf16", action="store_true",
-                   help="add scratchgrad under autocast and PyTorch under torch.autocast")
     p.add_argument("--json")
     a = p.parse_args()
     configs = a.configs.split()
@@ -143,10 +141,12 @@ def main():
     if a.bf16:
         sides.append(Side("sg_bf16", "scratchgrad bf16", [f"{a.build}/bench/bench_copy_task",
                                                           "--bf16"], [{"threads": 2}, {"threads": 1}]))
-        if a.torch2:
-            sides.append(Side("autocast", f"PyTorch {versions['pytorch2']} autocast",
-                              [a.torch2, "bench/torch_copy_task.py", "--autocast"],
-                              torch_candidates(a.torch2)[1]))
+        torch_side = "pytorch2" if a.torch2 else "debian" if a.debian else None
+        if torch_side:  # PyTorch 2's autocast, or Debian's 1.13 without PyTorch 2
+            python = a.torch2 or a.debian
+            sides.append(Side("autocast", f"PyTorch {versions[torch_side]} autocast",
+                              [python, "bench/torch_copy_task.py", "--autocast"],
+                              torch_candidates(python)[1]))
     if a.baseline:
         sides.append(Side("baseline", "before", [f"{a.baseline}/bench/bench_copy_task"],
                           [{"threads": 2}]))
@@ -227,7 +227,7 @@ def main():
                                     "ratio": sg["median_ms"] / compiled[c]["median_ms"]}
         if "sg_bf16" in row:  # mixed precision: scratchgrad bf16 against the others
             b = row["sg_bf16"]
-            for name in ("autocast", "pytorch2", "scratchgrad"):
+            for name in ("autocast", anchor.name if anchor else "", "scratchgrad"):
                 if name in row:
                     o = row[name]
                     b[f"over_{name}"] = b["median_ms"] / o["median_ms"]
@@ -278,7 +278,7 @@ def main():
             cells.append(f"**{b['over_autocast']:.2f}x** ({spread(b['round_ratios_over_autocast'])})"
                          if "over_autocast" in b else "n/a")
             cells += [f"{b[k]:.2f}x" if k in b else "n/a"
-                      for k in ("over_pytorch2", "over_scratchgrad")]
+                      for k in (f"over_{anchor.name}" if anchor else "", "over_scratchgrad")]
         cells.append(f"{sg['peak_rss_mib']:.0f} MiB")
         if anchor:
             o = row[anchor.name]

@@ -21,7 +21,7 @@ $in_git && before=$(tracked_state)
 
 "$python" scripts/exercises.py check-markers
 
-chapters=(01 02 03 04 05 06 07 08 09 10 11 12)
+chapters=(01 02 03 04 05 06 07 08 09 10 11 12 13b)
 for chapter in "${chapters[@]}"; do
   bash scripts/exercise.sh start "$chapter" --no-configure > /dev/null
 done
