@@ -75,4 +75,4 @@ if out=$("$python" scripts/exercises.py sources 99 2>&1); then fail "selection 9
 if $in_git; then
   [[ $(tracked_state) == "$before" ]] || fail "the round trip changed tracked files"
 fi
-echo "round_trip_test: start, keep, reset for chapters 01-12; tracked files unchanged"
+echo "round_trip_test: start, keep, reset for chapters ${chapters[*]}; tracked files unchanged"
