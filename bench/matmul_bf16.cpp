@@ -129,13 +129,14 @@ Bf16Case run(const Shape& s, const Bf16Options& o) {
         relative_difference(bf16_out.contiguous().data_ptr<float>(), onednn->result(), s.M * s.N);
   }
   fmt::print(
-      "{:<30} {:<30} best GFLOP/s: f32 {:6.1f}, bf16 {:6.1f}{}; bf16/f32 {:.2f}x{} ({} rounds)\n",
+      "{:<30} {:<30} best GFLOP/s: f32 {:6.1f}, bf16 {:6.1f}{}; speed bf16 over f32 {:.2f}x{} ({} "
+      "rounds)\n",
       c.name, c.shapes, c.f32_best, c.bf16_best,
       onednn ? fmt::format(", oneDNN {:6.1f} ({:6.1f} without casts)", c.onednn_best,
                            c.onednn_product_best)
              : "",
       c.speedup,
-      onednn ? fmt::format(", ours/oneDNN {:.2f}x (results differ by {:.1e})", c.over_onednn,
+      onednn ? fmt::format(", over oneDNN {:.2f}x (results differ by {:.1e})", c.over_onednn,
                            c.difference_from_onednn)
              : "",
       c.rounds);
@@ -163,8 +164,8 @@ std::string bf16_cases_json(const std::vector<Bf16Case>& cases) {
     items += fmt::format(
         R"({{"name":"{}","shapes":"{}","flops":{},"f32_best_gflops":{:.2f},)"
         R"("bf16_best_gflops":{:.2f},"f32_median_gflops":{:.2f},"bf16_median_gflops":{:.2f},)"
-        R"("bf16_over_f32":{:.4f},"onednn_best_gflops":{:.2f},"onednn_product_best_gflops":{:.2f},)"
-        R"("bf16_over_onednn":{:.4f},"rounds":{}}})",
+        R"("bf16_speed_over_f32":{:.4f},"onednn_best_gflops":{:.2f},)"
+        R"("onednn_product_best_gflops":{:.2f},"bf16_speed_over_onednn":{:.4f},"rounds":{}}})",
         c.name, c.shapes, c.flops, c.f32_best, c.bf16_best, c.f32_median, c.bf16_median, c.speedup,
         c.onednn_best, c.onednn_product_best, c.over_onednn, c.rounds);
   }
