@@ -2,6 +2,7 @@
 #pragma once
 
 #include "autograd/anomaly.h"
+#include "autograd/autocast.h"
 #include "autograd/blas.h"
 #include "autograd/cpu_features.h"
 #include "autograd/cpu_kernels.h"

@@ -10,8 +10,10 @@ namespace sg {
 
 Tensor empty(const Shape& shape, TensorOptions options) {
   for (int64_t s : shape) SG_CHECK(s >= 0, "empty: negative size in shape {}", shape);
-  SG_CHECK(!options.requires_grad() || is_floating(options.dtype()),
-           "factory: only float32 and float64 tensors can require grad, got {}", options.dtype());
+  SG_CHECK(
+      !options.requires_grad() || is_floating(options.dtype()),
+      "factory: only floating point tensors (float32, float64, bfloat16) can require grad, got {}",
+      options.dtype());
   const int64_t numel = numel_of(shape);  // throws when the product overflows
   const auto itemsize = static_cast<int64_t>(dtype_size(options.dtype()));
   SG_CHECK(numel <= std::numeric_limits<int64_t>::max() / itemsize,
@@ -25,6 +27,20 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   impl->dtype = options.dtype();
   impl->requires_grad = options.requires_grad();
   return Tensor(std::move(impl));
+}
+
+Tensor empty_strided(const Shape& shape, const Strides& strides, TensorOptions options) {
+  SG_CHECK(strides.size() == shape.size(), "empty_strided: {} strides for shape {}", strides.size(),
+           shape);
+  int64_t extent = numel_of(shape) == 0 ? 0 : 1;  // elements the storage needs
+  for (size_t d = 0; d < shape.size(); ++d) {
+    SG_CHECK(strides[d] >= 0, "empty_strided: negative stride in {}", strides);
+    if (shape[d] > 0 && extent > 0) extent += (shape[d] - 1) * strides[d];
+  }
+  Tensor block = empty({extent}, options);
+  block.impl()->shape = shape;
+  block.impl()->strides = strides;
+  return block;
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
@@ -104,7 +120,7 @@ Tensor from_vector(const std::vector<T>& data, const Shape& shape, TensorOptions
            numel_of(shape));
   bool requires_grad = options.requires_grad();
   Tensor host = empty(shape, options.device(kCPU).requires_grad(false));
-  dispatch_dtype("from_vector", host.dtype(), [&]<typename D>() {
+  dispatch_dtype_and_bfloat16("from_vector", host.dtype(), [&]<typename D>() {
     D* p = host.data_ptr<D>();
     for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<D>(data[i]);
   });
@@ -116,6 +132,7 @@ template Tensor from_vector(const std::vector<bool>&, const Shape&, TensorOption
 template Tensor from_vector(const std::vector<int64_t>&, const Shape&, TensorOptions);
 template Tensor from_vector(const std::vector<float>&, const Shape&, TensorOptions);
 template Tensor from_vector(const std::vector<double>&, const Shape&, TensorOptions);
+template Tensor from_vector(const std::vector<BFloat16>&, const Shape&, TensorOptions);
 
 Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, TensorOptions options) {
   std::vector<double> values;

@@ -16,6 +16,9 @@
 namespace sg {
 
 Tensor empty(const Shape& shape, TensorOptions options = {});  // uninitialised
+// Uninitialised, with the given strides (non-negative), as torch.empty_strided: storage for every
+// element they reach. empty_strided(t.shape(), t.strides()) lays a copy out as t is.
+Tensor empty_strided(const Shape& shape, const Strides& strides, TensorOptions options = {});
 Tensor zeros(const Shape& shape, TensorOptions options = {});
 Tensor ones(const Shape& shape, TensorOptions options = {});
 Tensor full(const Shape& shape, double value, TensorOptions options = {});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "autograd/error.h"
 
@@ -103,6 +104,21 @@ DimLayout dim_layout(const Shape& shape, int64_t dim) {
     if (d > dim) l.inner *= shape[d];
   }
   return l;
+}
+
+bool is_non_overlapping_and_dense(const Shape& shape, const Strides& strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size) of the dims stepped along
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return true;  // no elements
+    if (shape[d] != 1) dims.emplace_back(strides[d], shape[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
 }
 
 }  // namespace sg

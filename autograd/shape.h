@@ -14,6 +14,10 @@ using Strides = std::vector<int64_t>;
 
 int64_t numel_of(const Shape& shape);
 Strides contiguous_strides(const Shape& shape);
+// Whether the elements fill one block of memory without gaps or overlaps, in some order of the dims
+// (contiguous, or a permutation of it such as a transpose), as PyTorch's
+// is_non_overlapping_and_dense: a tensor of the same strides then walks it in the same order.
+bool is_non_overlapping_and_dense(const Shape& shape, const Strides& strides);
 
 // Maps a possibly negative dim into [0, ndim); throws "op: dim d out of range for a n-D tensor".
 int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim);

@@ -62,7 +62,9 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
            "'{}' (use detach() to get a leaf)",
            impl_->grad_fn->name());
   SG_CHECK(!requires_grad || is_floating(dtype()),
-           "requires_grad_: only float32 and float64 tensors can require grad, got {}", dtype());
+           "requires_grad_: only floating point tensors (float32, float64, bfloat16) can require "
+           "grad, got {}",
+           dtype());
   impl_->requires_grad = requires_grad;
   return *this;
 }
@@ -135,7 +137,7 @@ std::vector<T> Tensor::to_vector() const {
   NoGradGuard no_grad;
   Tensor host = to(kCPU).contiguous();
   std::vector<T> out(static_cast<size_t>(host.numel()));
-  dispatch_dtype("to_vector", host.dtype(), [&]<typename S>() {
+  dispatch_dtype_and_bfloat16("to_vector", host.dtype(), [&]<typename S>() {
     const S* p = host.data_ptr<S>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
   });
@@ -167,6 +169,7 @@ SG_INSTANTIATE_ACCESS(bool)
 SG_INSTANTIATE_ACCESS(int64_t)
 SG_INSTANTIATE_ACCESS(float)
 SG_INSTANTIATE_ACCESS(double)
+SG_INSTANTIATE_ACCESS(BFloat16)
 #undef SG_INSTANTIATE_ACCESS
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }

@@ -5,6 +5,7 @@
 //   bench_copy_task --config tiny        # median ms per training step (forward+backward+Adam)
 //   bench_copy_task --config decode      # greedy decoding of 100 tiny sequences (KV cache)
 //   bench_copy_task --config medium --profile --svg medium.svg   # time per op, as a table and SVG
+//   bench_copy_task --config annotated --bf16   # forward and loss under sg::AutocastGuard
 //
 // A training step is the trainer's (examples/copy_task/trainer.cpp): a fresh batch from the task
 // generator, teacher forcing, cross-entropy ignoring padding, backward, the Noam learning rate,
@@ -46,12 +47,13 @@ struct Options {
   int threads = 2;              // OpenBLAS threads, as torch.set_num_threads(2) on the other side
   std::string json_path, svg_path;
   bool profile = false;
+  bool bf16 = false;  // mixed precision: bfloat16 products (autograd/autocast.h)
 };
 
 [[noreturn]] void usage(const char* argv0) {
   fmt::print(stderr,
              "usage: {} [--config tiny|annotated|medium|decode] [--steps N] [--warmup N] "
-             "[--threads N] [--json FILE] [--profile] [--svg FILE]\n",
+             "[--threads N] [--json FILE] [--profile] [--svg FILE] [--bf16]\n",
              argv0);
   std::exit(2);
 }
@@ -76,6 +78,8 @@ Options parse(int argc, char** argv) {
       o.profile = true;
     } else if (arg == "--profile") {
       o.profile = true;
+    } else if (arg == "--bf16") {
+      o.bf16 = true;
     } else {
       usage(argv[0]);
     }
@@ -130,13 +134,15 @@ std::string cpu_model() {
 // The trainer's step, with the profiler's phases marked (free when profiling is off).
 struct Trainer {
   Config config;
+  bool bf16;
   sg::nn::Transformer model;
   sg::optim::Adam optimizer;
   sg::optim::NoamLR schedule;  // as the trainer: the library's Noam schedule on a base lr of 1
   copy_task::TaskGenerator data;
 
-  explicit Trainer(const Config& c)
+  Trainer(const Config& c, bool bfloat16)
       : config(c),
+        bf16(bfloat16),
         model((sg::manual_seed(c.seed), c.model_options())),
         optimizer(model.parameters(),
                   sg::optim::AdamOptions{.lr = 1.0, .betas = {c.beta1, c.beta2}, .eps = c.eps}),
@@ -153,6 +159,7 @@ struct Trainer {
     optimizer.zero_grad();
     {
       prof::Phase phase("forward");
+      const sg::AutocastGuard autocast(sg::kBFloat16, bf16);  // the forward and the loss
       copy_task::Batch batch = data.next(config.batch);
       const int64_t L = batch.tgt.size(1);
       sg::Tensor logits = model.forward(batch.src, batch.tgt.narrow(1, 0, L - 1));
@@ -181,7 +188,7 @@ struct Result {
 };
 
 Result bench_training(const Options& o, const Config& config) {
-  Trainer trainer(config);
+  Trainer trainer(config, o.bf16);
   for (int i = 0; i < o.warmup; ++i) trainer.run_step();
   Result r;
   const double cpu0 = cpu_ms();
@@ -206,6 +213,7 @@ Result bench_decode(const Options& o, const Config& config) {
   model.eval();
   copy_task::TaskGenerator data(config.task, config.vocab, config.min_len, config.length, 7);
   const sg::Tensor src = data.next(100).src;
+  const sg::AutocastGuard autocast(sg::kBFloat16, o.bf16);  // the products of decoding
   Result r;
   double cpu0 = cpu_ms();
   for (int i = 0; i < o.warmup + o.steps; ++i) {
@@ -242,8 +250,9 @@ int main(int argc, char** argv) {
   r.min_ms = *std::min_element(r.samples.begin(), r.samples.end());
   const double rss = peak_rss_mib();
 
-  const std::string what = decode ? "greedy decode of 100 tiny sequences (KV cache)"
-                                  : "training step (forward + backward + Adam)";
+  const std::string what = std::string(decode ? "greedy decode of 100 tiny sequences (KV cache)"
+                                              : "training step (forward + backward + Adam)") +
+                           (o.bf16 ? ", bfloat16 autocast" : "");
   const sg::cpu::MemoryStats mem = sg::cpu::memory_stats();
   const double mib = 1024.0 * 1024.0;
   fmt::print(
@@ -271,12 +280,12 @@ int main(int argc, char** argv) {
         R"("runs":{},"samples_ms":[{:.4f}],"cpu_ms_per_run":{:.4f},"peak_rss_mib":{:.1f},)"
         R"("peak_tensor_mib":{:.1f},"threads":{},"blas":"{}","blas_core":"{}",)"
         R"("cpu":"{}","hardware_threads":{},"product_gflop_per_step":{:.4f},)"
-        R"("product_ms_per_step":{:.4f}}})"
+        R"("product_ms_per_step":{:.4f},"autocast":{}}})"
         "\n",
         o.config, what, r.median_ms, r.min_ms, r.samples.size(), fmt::join(r.samples, ","),
         r.cpu_ms_per_run, rss, static_cast<double>(mem.peak_live_bytes) / mib, o.threads,
         sg::blas_library_name(), sg::blas_core_name(), cpu_model(),
-        std::thread::hardware_concurrency(), products.gflop_per_step, products.ms_per_step);
+        std::thread::hardware_concurrency(), products.gflop_per_step, products.ms_per_step, o.bf16);
   }
   return 0;
 }

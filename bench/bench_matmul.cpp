@@ -15,8 +15,11 @@
 // and sg/raw as the median over adjacent pairs of raw_time / sg_time.
 //
 //   ./build/bench/bench_matmul [--ms 2000] [--threads N] [--json out.json] [--check]
+//   ./build/bench/bench_matmul --bf16 [--case NAME] [--no-onednn] ...   # matmul_bf16.cpp
 //
-// --check exits 1 when the 512 case misses the 10% requirement.
+// --check exits 1 when the 512 case misses the 10% requirement. --bf16 times autocast's bfloat16
+// products against our float32 ones and oneDNN's bfloat16 matmul instead (matmul_bf16.h); its
+// threads are the pool's (sg::cpu::set_num_threads), 2 by default.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,6 +34,8 @@
 
 #include "autograd/autograd.h"
 #include "autograd/backend/cpu/blas_library.h"
+#include "autograd/backend/cpu_fast/parallel.h"
+#include "matmul_bf16.h"
 
 namespace {
 
@@ -39,6 +44,9 @@ struct Options {
   int threads = 0;     // OpenBLAS threads; 0 keeps its default (OPENBLAS_NUM_THREADS or all cores)
   std::string json_path;
   bool check = false;
+  bool bf16 = false;  // the bfloat16 table instead (matmul_bf16.h)
+  bool onednn = true;
+  std::string only;  // --case: the bfloat16 cases whose name contains it
 };
 
 Options parse(int argc, char** argv) {
@@ -54,8 +62,17 @@ Options parse(int argc, char** argv) {
       o.json_path = argv[++i];
     } else if (arg == "--check") {
       o.check = true;
+    } else if (arg == "--bf16") {
+      o.bf16 = true;
+    } else if (arg == "--no-onednn") {
+      o.onednn = false;
+    } else if (arg == "--case" && has_value) {
+      o.only = argv[++i];
     } else {
-      fmt::print(stderr, "usage: {} [--ms MS] [--threads N] [--json FILE] [--check]\n", argv[0]);
+      fmt::print(stderr,
+                 "usage: {} [--ms MS] [--threads N] [--json FILE] [--check] [--bf16 [--case NAME] "
+                 "[--no-onednn]]\n",
+                 argv[0]);
       std::exit(2);
     }
   }
@@ -201,6 +218,18 @@ int main(int argc, char** argv) {
   sg::manual_seed(0);
   fmt::print("CPU: {} ({} hardware threads); OpenBLAS core {}, {} threads\n", cpu_model(),
              std::thread::hardware_concurrency(), sg::blas_core_name(), sg::blas_threads());
+  if (o.bf16) {
+    const int threads = o.threads > 0 ? o.threads : 2;
+    sg::cpu::set_num_threads(threads);
+    const auto cases = sg::bench::run_bf16_cases({o.ms, threads, o.onednn, o.only});
+    if (!o.json_path.empty()) {
+      std::ofstream(o.json_path) << fmt::format(
+          R"({{"benchmark":"matmul_bf16","cpu":"{}","threads":{},"cases":{}}})"
+          "\n",
+          cpu_model(), threads, sg::bench::bf16_cases_json(cases));
+    }
+    return 0;
+  }
 
   std::vector<CaseResult> cases;
   cases.push_back(square_case(512, /*transpose_b=*/false, o));

@@ -12,6 +12,11 @@ side in its own best settings, then side by side in rounds, then one table.
 3. Extras: torch.compile (inductor) once per config in PyTorch 2's best eager settings, with its
    compile time; the machine's FMA peak (fma_peak) and the GFLOP/s of scratchgrad's matrix
    products (one profiled run per training config) as a share of it.
+4. --bf16: mixed precision as two more sides in the same rounds, scratchgrad under
+   sg::AutocastGuard (bench_copy_task --bf16) and PyTorch (2, else Debian's) under
+   torch.autocast("cpu", dtype=torch.bfloat16) in its own best settings, and their ratios:
+   scratchgrad bf16 against PyTorch's autocast, against PyTorch's float32 and against
+   scratchgrad's float32 (fma_peak gives the vdpbf16ps peak beside the float32 one).
 """
 import argparse
 import datetime
@@ -113,6 +118,8 @@ def main():
     p.add_argument("--debian", help="Debian's Python with python3-torch 1.13 (an extra column)")
     p.add_argument("--baseline", help="an older build folder: its bench_copy_task as 'before'")
     p.add_argument("--no-compile", action="store_true", help="skip the torch.compile column")
+    p.add_argument("--bf16", action="store_true",
+                   help="add scratchgrad under autocast and PyTorch under torch.autocast")
     p.add_argument("--json")
     a = p.parse_args()
     configs = a.configs.split()
@@ -131,10 +138,19 @@ def main():
         versions["debian"], cands = torch_candidates(a.debian)
         sides.append(Side("debian", f"PyTorch {versions['debian']} (Debian)",
                           [a.debian, "bench/torch_copy_task.py"], cands))
+    if a.bf16:
+        sides.append(Side("sg_bf16", "scratchgrad bf16", [f"{a.build}/bench/bench_copy_task",
+                                                          "--bf16"], [{"threads": 2}, {"threads": 1}]))
+        torch_side = "pytorch2" if a.torch2 else "debian" if a.debian else None
+        if torch_side:  # PyTorch 2's autocast, or Debian's 1.13 without PyTorch 2
+            python = a.torch2 or a.debian
+            sides.append(Side("autocast", f"PyTorch {versions[torch_side]} autocast",
+                              [python, "bench/torch_copy_task.py", "--autocast"],
+                              torch_candidates(python)[1]))
     if a.baseline:
         sides.append(Side("baseline", "before", [f"{a.baseline}/bench/bench_copy_task"],
                           [{"threads": 2}]))
-    anchor = sides[1] if len(sides) > 1 and sides[1].name != "baseline" else None
+    anchor = sides[1] if len(sides) > 1 and sides[1].name in ("pytorch2", "debian") else None
 
     tmp = tempfile.mkdtemp(prefix="copy_task_bench.")
     log = lambda *x: print(*x, file=sys.stderr, flush=True)
@@ -209,6 +225,14 @@ def main():
             row["torch_compile"] = {"median_ms": compiled[c]["median_ms"],
                                     "compile_s": compiled[c].get("compile_s"),
                                     "ratio": sg["median_ms"] / compiled[c]["median_ms"]}
+        if "sg_bf16" in row:  # mixed precision: scratchgrad bf16 against the others
+            b = row["sg_bf16"]
+            for name in ("autocast", anchor.name if anchor else "", "scratchgrad"):
+                if name in row:
+                    o = row[name]
+                    b[f"over_{name}"] = b["median_ms"] / o["median_ms"]
+                    b[f"round_ratios_over_{name}"] = [
+                        x / y for x, y in zip(b["per_round_median_ms"], o["per_round_median_ms"])]
         if c in products:
             row["products_gflops"] = products[c]
             if peak:
@@ -220,7 +244,13 @@ def main():
         head += [anchor.label, "sg / PyTorch", "rounds' ratios (min / median / max)"]
     if compiled:
         head += ["torch.compile", "sg / compiled"]
-    extra_sides = [s for s in sides[1:] if s is not anchor]
+    bf16_sides = [s for s in sides if s.name in ("sg_bf16", "autocast")]
+    extra_sides = [s for s in sides[1:] if s is not anchor and s not in bf16_sides]
+    for s in bf16_sides:
+        head += [s.label]
+    if bf16_sides:
+        head += ["sg bf16 / PyTorch autocast (rounds)", "sg bf16 / PyTorch f32",
+                 "sg bf16 / sg f32"]
     for s in extra_sides:
         head += [s.label, f"sg / {s.name}"]
     head += ["RSS sg"] + (["RSS PyTorch", "RSS ratio"] if anchor else [])
@@ -241,6 +271,14 @@ def main():
         for s in extra_sides:
             o = row[s.name]
             cells += [ms(o["median_ms"]), f"{o['ratio']:.2f}x ({spread(o['round_ratios'])})"]
+        for s in bf16_sides:
+            cells.append(ms(row[s.name]["median_ms"]))
+        if bf16_sides:
+            b = row["sg_bf16"]
+            cells.append(f"**{b['over_autocast']:.2f}x** ({spread(b['round_ratios_over_autocast'])})"
+                         if "over_autocast" in b else "n/a")
+            cells += [f"{b[k]:.2f}x" if k in b else "n/a"
+                      for k in (f"over_{anchor.name}" if anchor else "", "over_scratchgrad")]
         cells.append(f"{sg['peak_rss_mib']:.0f} MiB")
         if anchor:
             o = row[anchor.name]
@@ -257,6 +295,8 @@ def main():
             f"{s.label}: {describe(row[s.name]['settings'])}" for s in sides))
     if peak:
         print(f"FMA peak ({peak['isa']}, float32, 2 threads): {peak['gflops']:.1f} GFLOP/s")
+        if peak.get("bf16_gflops"):
+            print(f"vdpbf16ps peak (bfloat16, 2 threads): {peak['bf16_gflops']:.1f} GFLOP/s")
 
     sample = runs[("scratchgrad", configs[0])][0]
     result = {"benchmark": "copy_task", "date": datetime.date.today().isoformat(),

@@ -1,11 +1,14 @@
 // The machine's measured float32 FMA peak: the ceiling a matrix product can reach on these cores,
-// so that a product's GFLOP/s can be read as a share of what the hardware does.
+// so that a product's GFLOP/s can be read as a share of what the hardware does; and, where the CPU
+// has AVX512-BF16, the bfloat16 peak of vdpbf16ps, the ceiling of autocast's products
+// (backend/cpu_fast/bf16_gemm.h).
 //
 // Each thread runs independent fused multiply-adds on registers only (no memory traffic), with
 // enough accumulators in flight to cover the FMA latency on every FMA port: AVX-512 (16 lanes)
 // where the CPU has it, else AVX2 + FMA (8 lanes), else scalar code the compiler vectorizes as it
-// can. An FMA is two floating-point operations. Threads run at once; the best of several trials
-// is reported, because on a shared machine a neighbour only ever slows a trial down.
+// can. An FMA is two floating-point operations; a vdpbf16ps is 32 of them (16 lanes, a pair of
+// bfloat16 products each). Threads run at once; the best of several trials is reported, because
+// on a shared machine a neighbour only ever slows a trial down.
 //
 //   ./build/bench/fma_peak [--threads N] [--json FILE]
 #include <fmt/format.h>
@@ -47,6 +50,24 @@ __attribute__((target("avx512f"))) double fma_loop_avx512(int64_t iterations) {
   return sum;  // used, so the loop is not optimized away
 }
 
+// The same with vdpbf16ps: each instruction adds two bfloat16 products to each of its 16 sums.
+__attribute__((target("avx512f,avx512bf16"))) double dpbf16_loop(int64_t iterations) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(0.999f), _mm512_set1_ps(0.999f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-7f), _mm512_set1_ps(1e-7f));
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < 12; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  }
+  alignas(64) float lanes[16];
+  float sum = 0;
+  for (int i = 0; i < 12; ++i) {
+    _mm512_store_ps(lanes, acc[i]);
+    for (float x : lanes) sum += x;
+  }
+  return sum;
+}
+
 __attribute__((target("avx2,fma"))) double fma_loop_avx2(int64_t iterations) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
@@ -77,9 +98,18 @@ double fma_loop_scalar(int64_t iterations) {
 
 struct Kernel {
   std::string_view name;
-  int lanes;  // float32 lanes per FMA instruction
+  int lanes;  // multiply-adds per instruction: float32 lanes, or 32 for vdpbf16ps
   double (*loop)(int64_t);
 };
+
+// vdpbf16ps where the CPU has it (name empty: it does not).
+Kernel bf16_kernel() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bf16")) return {"avx512_bf16", 32, dpbf16_loop};
+#endif
+  return {"", 0, nullptr};
+}
 
 Kernel best_kernel() {
 #if defined(__x86_64__)
@@ -147,11 +177,26 @@ int main(int argc, char** argv) {
   }
   fmt::print("FMA peak ({}, float32): {:.1f} GFLOP/s on 1 thread, {:.1f} GFLOP/s on {} threads\n",
              kernel.name, best_one, best_all, threads);
+  const Kernel bf16 = bf16_kernel();
+  double bf16_one = 0, bf16_all = 0;
+  if (bf16.loop != nullptr) {
+    for (int t = 0; t < 5; ++t) {
+      bf16_one = std::max(bf16_one, trial(bf16, 1));
+      bf16_all = std::max(bf16_all, trial(bf16, threads));
+    }
+    fmt::print(
+        "vdpbf16ps peak (avx512_bf16, bfloat16 products, float32 sums): {:.1f} GFLOP/s on 1 "
+        "thread, {:.1f} GFLOP/s on {} threads\n",
+        bf16_one, bf16_all, threads);
+  } else {
+    fmt::print("vdpbf16ps peak: this CPU has no AVX512-BF16\n");
+  }
   if (!json_path.empty()) {
     std::ofstream(json_path) << fmt::format(
-        R"({{"isa":"{}","threads":{},"gflops_one_thread":{:.2f},"gflops":{:.2f}}})"
+        R"({{"isa":"{}","threads":{},"gflops_one_thread":{:.2f},"gflops":{:.2f},)"
+        R"("bf16_isa":"{}","bf16_gflops_one_thread":{:.2f},"bf16_gflops":{:.2f}}})"
         "\n",
-        kernel.name, threads, best_one, best_all);
+        kernel.name, threads, best_one, best_all, bf16.name, bf16_one, bf16_all);
   }
   return 0;
 }

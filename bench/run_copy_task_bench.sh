@@ -4,6 +4,8 @@
 #   bench/run_copy_task_bench.sh --build build-perf --repeats 7 --json results.json
 #   bench/run_copy_task_bench.sh --configs "tiny decode" --debian   # Debian's 1.13 as a column too
 #   bench/run_copy_task_bench.sh --repeats 5 --baseline 9af4eec   # a commit: built here first
+#   bench/run_copy_task_bench.sh --bf16   # and mixed precision: scratchgrad's autocast beside
+#                                         # PyTorch's torch.autocast (CPU, bfloat16)
 #
 # The configs: tiny, annotated and medium training steps, and decode (greedy decoding of 100 tiny
 # sequences). The anchor is PyTorch 2.x from PyPI, what a user who picks PyTorch installs (MKL,
@@ -30,6 +32,7 @@ baseline=""
 torch2=1
 debian=0
 no_compile=0
+bf16=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -40,7 +43,8 @@ while [[ $# -gt 0 ]]; do
     --debian) debian=1; shift ;;
     --no-torch2) torch2=0; shift ;;
     --no-compile) no_compile=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--repeats N] [--configs \"tiny annotated medium decode\"] [--json FILE] [--baseline DIR|COMMIT] [--debian] [--no-torch2] [--no-compile]" >&2
+    --bf16) bf16=1; shift ;;
+    *) echo "usage: $0 [--build DIR] [--repeats N] [--configs \"tiny annotated medium decode\"] [--json FILE] [--baseline DIR|COMMIT] [--debian] [--no-torch2] [--no-compile] [--bf16]" >&2
        exit 2 ;;
   esac
 done
@@ -81,6 +85,7 @@ args=(--build "$build" --repeats "$repeats" --configs "$configs")
 [[ -n $json ]] && args+=(--json "$json")
 [[ -n $baseline ]] && args+=(--baseline "$baseline")
 [[ $no_compile == 1 ]] && args+=(--no-compile)
+[[ $bf16 == 1 ]] && args+=(--bf16)
 if [[ $torch2 == 1 ]]; then
   args+=(--torch2 "$(bash bench/torch2_venv.sh)")
 fi

@@ -13,13 +13,16 @@ again. Same data: sequences of `length` tokens drawn uniformly from [1, vocab), 
 the start symbol 1; the target is the source (copy). Same step: teacher forcing, cross-entropy
 ignoring padding (id 0), backward, Adam (betas 0.9/0.98, eps 1e-9) with the Noam
 learning rate, loss.item(); zero_grad first in the step, as on the scratchgrad side.
-torch.set_num_threads(2).
+torch.set_num_threads(2). --autocast runs the forward and the loss (and decoding) under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed precision, the counterpart of
+bench_copy_task --bf16 (scratchgrad's sg::AutocastGuard).
 
 Decoding: greedy decoding of 100 tiny sequences in one batch, recomputing the whole prefix at
 every step, as The Annotated Transformer's greedy_decode does (PyTorch has no KV cache in it);
 scratchgrad's side decodes with its KV cache. Both produce `length` tokens per sequence.
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -186,6 +189,8 @@ def main():
     parser.add_argument("--compile", action="store_true",
                         help="torch.compile the model (inductor); its compile time is reported "
                         "apart and not in the per-step times")
+    parser.add_argument("--autocast", action="store_true",
+                        help="forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
@@ -212,13 +217,19 @@ def main():
         warmup = max(warmup, 3)
     compile_s = None
 
+    def autocast():  # PyTorch's mixed precision around the forward, as its documentation shows
+        if args.autocast:
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     if args.config == "decode":
         model.eval()
         src, _ = make_batch(torch.Generator().manual_seed(7), 100, length)
         with torch.no_grad():
             for i in range(warmup + steps):
                 t0 = time.perf_counter()
-                greedy_decode(model, src, length, decode_fn)
+                with autocast():
+                    greedy_decode(model, src, length, decode_fn)
                 if i == 0 and args.compile:
                     compile_s = time.perf_counter() - compile_start
                 if i >= warmup:
@@ -233,8 +244,10 @@ def main():
                 group["lr"] = noam_lr(d_model, i + 1)
             opt.zero_grad()  # first, as on the scratchgrad side (1.13 zeroes the gradients in place)
             src, tgt = make_batch(data, batch, length)
-            logits = forward(src, tgt[:, :-1])
-            loss = F.cross_entropy(logits.reshape(-1, VOCAB), tgt[:, 1:].reshape(-1), ignore_index=PAD)
+            with autocast():
+                logits = forward(src, tgt[:, :-1])
+                loss = F.cross_entropy(logits.reshape(-1, VOCAB), tgt[:, 1:].reshape(-1),
+                                       ignore_index=PAD)
             loss.backward()
             opt.step()
             loss.item()
@@ -246,7 +259,7 @@ def main():
 
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB
     med = statistics.median(samples)
-    settings = {"attention": args.attention, "compile": args.compile,
+    settings = {"attention": args.attention, "compile": args.compile, "autocast": args.autocast,
                 "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "(default)")}
     print(f"pytorch {torch.__version__} {args.config} {settings}: {what}: median {med:.2f} ms, "
           f"min {min(samples):.2f} ms over {len(samples)} runs; peak RSS {rss:.0f} MiB"

@@ -16,6 +16,7 @@ void check_attention_inputs(const Tensor& q, const Tensor& k, const Tensor& v, c
            "scaled_dot_product_attention: q, k and v must share one floating dtype, got {}, {} "
            "and {}",
            q.dtype(), k.dtype(), v.dtype());
+  if (q.dtype() == kBFloat16) refuse_bfloat16("scaled_dot_product_attention");
   SG_CHECK(q.size(-1) == k.size(-1),
            "scaled_dot_product_attention: q of shape {} and k of shape {} differ in the last dim "
            "(the head size Dh)",

@@ -22,6 +22,9 @@ std::string LayerNorm::extra_repr() const {
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
+  for (const Tensor* t : {&x, &weight, &bias}) {
+    if (t->defined() && t->dtype() == kBFloat16) refuse_bfloat16("layer_norm");
+  }
   // mean, sub, mul and rsqrt (autograd/ops/normalization.cpp)
   return layer_norm_composed(x, normalized_shape, weight, bias, eps);
 }

@@ -33,6 +33,9 @@ std::string Linear::extra_repr() const {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  for (const Tensor* t : {&x, &weight, &bias}) {
+    if (t->defined() && t->dtype() == kBFloat16) refuse_bfloat16("linear");
+  }
   return linear_composed(x, weight, bias);  // matmul and add (autograd/ops/linear.cpp)
 }
 

@@ -21,6 +21,7 @@ Rows flatten_rows(std::string_view op, const Tensor& scores, const Tensor& targe
                   int64_t ignore_index) {
   SG_CHECK(scores.is_floating_point(), "{}: input must be float32 or float64, got {}", op,
            scores.dtype());
+  if (scores.dtype() == kBFloat16) refuse_bfloat16(op);
   SG_CHECK(target.dtype() == kInt64, "{}: target must be an int64 tensor of class indices, got {}",
            op, target.dtype());
   SG_CHECK(scores.dim() >= 1, "{}: input must have a class dim, got a 0-d tensor", op);
@@ -80,6 +81,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view redu
   SG_CHECK(input.is_floating_point() && target.is_floating_point(),
            "mse_loss: input and target must be float tensors, got {} and {}", input.dtype(),
            target.dtype());
+  if (input.dtype() == kBFloat16 || target.dtype() == kBFloat16) refuse_bfloat16("mse_loss");
   Tensor diff = input - target;
   Tensor squared = diff * diff;
   if (reduction == "none") return squared;

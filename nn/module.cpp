@@ -162,6 +162,12 @@ void Module::to(Device device) {
 
 void Module::to(DType dtype) {
   SG_CHECK(is_floating(dtype), "{}.to: modules hold float parameters; got {}", type_name_, dtype);
+  SG_CHECK(dtype != kBFloat16,
+           "{}.to: modules compute in float32 or float64, not bfloat16; for bfloat16 products keep "
+           "the module in float32 and run it under sg::AutocastGuard(sg::kBFloat16) (the "
+           "parameters stay float32, the master weights), or convert single tensors with "
+           ".to(sg::kBFloat16) to store them",
+           type_name_);
   NoGradGuard no_grad;
   for_each_tensor([&](Tensor& t) {
     if (is_floating(t.dtype())) t.set_data(t.to(dtype));

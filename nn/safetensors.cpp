@@ -41,7 +41,7 @@ struct DTypeCode {
   const char* code;
 };
 constexpr DTypeCode kDTypeCodes[] = {
-    {kFloat32, "F32"}, {kFloat64, "F64"}, {kInt64, "I64"}, {kBool, "BOOL"}};
+    {kFloat32, "F32"}, {kFloat64, "F64"}, {kInt64, "I64"}, {kBool, "BOOL"}, {kBFloat16, "BF16"}};
 
 const char* code_of(DType dtype) {
   for (const auto& [d, code] : kDTypeCodes) {
@@ -152,7 +152,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   if (!value.contains("dtype") || !value["dtype"].is_string()) bad("has no dtype string");
   std::optional<DType> dtype = dtype_of_code(value["dtype"].get<std::string>());
   if (!dtype) {
-    bad("has dtype " + excerpt(value["dtype"]) + "; supported are F32, F64, I64 and BOOL");
+    bad("has dtype " + excerpt(value["dtype"]) + "; supported are F32, F64, I64, BOOL and BF16");
   }
 
   if (!value.contains("shape") || !value["shape"].is_array()) bad("has no shape array");

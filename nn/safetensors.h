@@ -34,9 +34,9 @@ struct SafetensorsFile {
 };
 
 // Reads and validates the whole file before returning anything: the header length against the file
-// size, the JSON, every dtype (F32, F64, I64, BOOL), shape and data_offsets (inside the data, sized
-// shape * itemsize, no gaps or overlaps), and bool bytes (0 or 1). Every failure is an sg::Error
-// naming the path and what is wrong.
+// size, the JSON, every dtype (F32, F64, I64, BOOL, BF16), shape and data_offsets (inside the data,
+// sized shape * itemsize, no gaps or overlaps), and bool bytes (0 or 1). Every failure is an
+// sg::Error naming the path and what is wrong.
 SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace sg::nn

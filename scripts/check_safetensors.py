@@ -23,7 +23,8 @@ try:
 except ImportError:
     sys.exit(77)  # "skipped": the C++ test skips itself when python3-torch is missing
 
-DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool}
+DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64, "BOOL": torch.bool,
+          "BF16": torch.bfloat16}
 CODES = {v: k for k, v in DTYPES.items()}
 
 
@@ -60,9 +61,11 @@ def read(path):
 
 
 def reference_tensors():
-    """What `write` stores: every dtype, a scalar, an empty tensor, a non-contiguous source."""
+    """What `write` stores: every dtype, a scalar, an empty tensor, a non-contiguous source (bf16
+    rounded by PyTorch)."""
     return {
         "f32": torch.tensor([[1.5, -2.25, 3.0], [0.1, -0.0, 1e-30]], dtype=torch.float32),
+        "bf16": torch.tensor([[3.14159, -0.0, 0.1], [1e-30, -3e38, float("inf")]]).to(torch.bfloat16),
         "f64": torch.arange(6, dtype=torch.float64).reshape(3, 2).t() / 3,
         "i64": torch.tensor([-(2**63), -1, 0, 2**63 - 1], dtype=torch.int64),
         "mask": torch.tensor([[True, False], [False, True]]),
@@ -77,7 +80,9 @@ def write_tensors(path, tensors, metadata, names=None):
     header, chunks, offset = {"__metadata__": dict(metadata)}, [], 0
     for name in tensors if names is None else names:
         t = tensors[name].detach().contiguous()
-        raw = t.numpy().tobytes() if t.numel() else b""
+        # NumPy has no bfloat16: its bytes go out as int16, unchanged.
+        as_numpy = t.view(torch.int16) if t.dtype == torch.bfloat16 else t
+        raw = as_numpy.numpy().tobytes() if t.numel() else b""
         header[name] = {"dtype": CODES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)

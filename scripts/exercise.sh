@@ -25,11 +25,14 @@ usage() {
   exit 2
 }
 
-# The chapter of a selection ("06" or "06.softmax_backward").
+# The chapter of a selection ("06", "06.softmax_backward", "13b").
 chapter_of() {
   local item=${1%%.*}
-  [[ $item =~ ^[0-9]+$ ]] || { echo "exercise.sh: expected a chapter number, got '$1'" >&2; exit 2; }
-  printf '%02d' "$((10#$item))"
+  [[ $item =~ ^([0-9]+)([a-z]?)$ ]] || {
+    echo "exercise.sh: expected a chapter number (06, 13b), got '$1'" >&2
+    exit 2
+  }
+  printf '%02d%s' "$((10#${BASH_REMATCH[1]}))" "${BASH_REMATCH[2]}"
 }
 
 # The SCRATCHGRAD_EXERCISES value the build directory holds now (empty when none).

@@ -35,7 +35,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 @dataclasses.dataclass(frozen=True)
 class Exercise:
-    chapter: str  # "01" .. "12"
+    chapter: str  # "01" .. "12", "13b"
     name: str  # the marker is [start:ex<chapter>.<name>]
     path: str  # the library source holding the solution, relative to the repository root
     where: str  # what the region is the body of
@@ -218,9 +218,17 @@ EXERCISES = [
         "two branches meet at step = warmup, a linear warm-up before and 1/√step after. Step 0 "
         "has no step^-0.5: count it as step 1, as the Annotated Transformer does under LambdaLR.",
     ),
+    Exercise(
+        "13b", "float_to_bfloat16", "autograd/bfloat16.cpp",
+        "uint16_t float_to_bfloat16_bits(float value)",
+        "keep the upper 16 of the float's 32 bits (std::bit_cast<uint32_t>), rounded by the lower "
+        "16: what must be added before the shift so that a lower half above 0x8000 carries into "
+        "the kept bits, one below does not, and exactly 0x8000 goes to the even neighbour? The "
+        "kept half's lowest bit says which one is even. Test NaN first.",
+    ),
 ]
 
-MARKER_NAME = re.compile(r"--8<-- \[(start|end):(ex\d\d\.\w+)\]")
+MARKER_NAME = re.compile(r"--8<-- \[(start|end):(ex\d\d[a-z]?\.\w+)\]")
 
 
 def chapters():
@@ -278,7 +286,7 @@ def stub_text(exercise, with_solution=False):
     where = textwrap.fill(what, width=96, initial_indent="//   ", subsequent_indent="//   ")
     body = solution(exercise) if with_solution else f"throw sg::Error({cpp_string(exercise.message())});\n"
     return (
-        f"// Exercise {exercise.id} (chapter {int(exercise.chapter)}). Write, in {exercise.path},\n"
+        f"// Exercise {exercise.id} (chapter {exercise.chapter.lstrip('0')}). Write, in {exercise.path},\n"
         f"{where}\n"
         "// The build pastes this file there in place of the solution, so the parameters, that file's\n"
         "// includes and its helpers are all in scope; it is never compiled alone.\n"

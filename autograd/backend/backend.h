@@ -61,6 +61,16 @@ class Backend {
   // the bias). a and b may be transposed views (either of their last two strides 1) and may have
   // batch stride 0.
   virtual void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) = 0;
+  // The product of autocast (autograd/autocast.h): gemm's contract for float32 a, b and out, with
+  // a and b rounded to bfloat16 first. Each product of two bfloat16 values is exact in float32 (8
+  // significant bits times 8 fit in 24), so the result differs from the exact product of the
+  // rounded operands only by float32 rounding of the sum, whatever order the kernel sums in.
+  virtual void gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out,
+                             bool accumulate) = 0;
+  // out = x rounded to bfloat16 and kept as float32 (x float32 with any strides, out float32 of
+  // x's shape with any strides): what a bfloat16 product reads; the reference converts to
+  // bfloat16 and back.
+  virtual void round_to_bfloat16(const Tensor& x, const Tensor& out) = 0;
 
   // ---- softmax ----
   // out = softmax(x) or log_softmax(x) along dim; x contiguous.
@@ -130,17 +140,21 @@ class Backend {
   // Dh], k [B, H, S, Dh], v [B, H, S, Dv], mask bool [B, H, T, S] (any strides, 0 where
   // broadcast) or undefined, out [B, H, T, Dv] (any strides); weights [B, H, T, S] (contiguous)
   // receives the softmax. A query with no key kept gets weights 0 (masked_softmax's rule).
+  // `bfloat16` (autocast): every operand of the two products is rounded to bfloat16 first (q, k,
+  // v, and the weights before P·v), as attention_composed's matmuls under autocast would; the
+  // sums stay float32, and the weights returned are not rounded.
   virtual bool attention(const Tensor& /*q*/, const Tensor& /*k*/, const Tensor& /*v*/,
                          const Tensor& /*mask*/, double /*scale*/, const Tensor& /*out*/,
-                         const Tensor& /*weights*/) {
+                         const Tensor& /*weights*/, bool /*bfloat16*/) {
     return false;
   }
   // Its gradients dq, dk, dv (shaped like q, k, v, any strides) for grad = dL/dout, given the
-  // forward's weights.
+  // forward's weights; with `bfloat16`, the operands of its four products (grad, q, k, v, the
+  // weights, dS) are rounded to bfloat16 first.
   virtual bool attention_backward(const Tensor& /*grad*/, const Tensor& /*q*/, const Tensor& /*k*/,
                                   const Tensor& /*v*/, const Tensor& /*weights*/, double /*scale*/,
-                                  const Tensor& /*dq*/, const Tensor& /*dk*/,
-                                  const Tensor& /*dv*/) {
+                                  const Tensor& /*dq*/, const Tensor& /*dk*/, const Tensor& /*dv*/,
+                                  bool /*bfloat16*/) {
     return false;
   }
   // Cross-entropy over rows: for logits [N, C] and targets [N] (int64, every one in [0, C) or

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <memory>
 
 #include "autograd/backend/backend.h"
 #include "autograd/factory.h"
@@ -29,6 +30,16 @@ BlasMatrix as_blas_matrix(const Tensor& m) {
     out.batch_stride = m.size(0) == 1 ? 0 : rows * cols;
   }
   return out;
+}
+
+Tensor with_batch(const Tensor& m, int64_t batch) {
+  auto impl = std::make_shared<TensorImpl>(*m.impl());
+  impl->grad.reset();
+  impl->grad_fn.reset();
+  impl->requires_grad = false;
+  impl->shape[0] = batch;
+  impl->strides[0] = 0;
+  return Tensor(std::move(impl));
 }
 
 }  // namespace sg

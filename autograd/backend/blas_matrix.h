@@ -23,4 +23,11 @@ struct BlasMatrix {
 // cannot be expressed, or when a leading dimension would not fit the int that BLAS takes.
 BlasMatrix as_blas_matrix(const Tensor& m);
 
+// A batch [batch, rows, cols] whose matrices are all the same one (a batch stride of 0), or a
+// batch of one matrix, seen as a batch of `batch` copies of its first matrix (a stride of 0; batch
+// 1 takes the matrix alone). The bfloat16 products convert such a shared matrix once.
+Tensor with_batch(const Tensor& m, int64_t batch);
+// Whether m's matrices are all one matrix repeated (more than one of them, a batch stride of 0).
+inline bool repeats_one_matrix(const Tensor& m) { return m.size(0) > 1 && m.stride(0) == 0; }
+
 }  // namespace sg

@@ -1,7 +1,9 @@
 // attention_composed: scaled-dot-product attention from matmul, a scale, masked_softmax and
 // dropout, the version to read first (nn::scaled_dot_product_attention runs it), and
 // fused_attention: the same math (no dropout) as one op where the backend has a kernel for it
-// (the fast CPU backend's), attention_composed where it has none.
+// (the fast CPU backend's), attention_composed where it has none. Under autocast
+// (autograd/autocast.h) every product reads bfloat16-rounded operands, in the kernel (its
+// `bfloat16`) or in the composed form's matmuls, and the node keeps that for its backward.
 //   forward   P = masked_softmax(scale · q·kᵀ), out = P·v              (P: the weights)
 //   backward  dv = Pᵀ·g, dP = g·vᵀ, dS = scale · P ∘ (dP - Σ_s P ∘ dP), dq = dS·k, dk = dSᵀ·q
 // The weights are an output too (MultiheadAttention returns them); a loss that uses them sends
@@ -28,6 +30,7 @@ std::pair<Tensor, Tensor> attention_composed(const Tensor& q, const Tensor& k, c
                                              const Tensor& mask, double scale, double dropout_p,
                                              bool training, CallSite site) {
   const CallSiteScope call_site(site);
+  detail::check_not_bfloat16("attention_composed", {q, k, v});
   // --8<-- [start:ex07.attention]
   // Scaling q rather than the scores: q [..., T, Dh] is no bigger than the scores [..., T, S],
   // and the product comes out contiguous, so the batched matmuls below (and their backward)
@@ -52,6 +55,7 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
                                           const Tensor& mask, double scale, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("fused_attention");
+  detail::check_not_bfloat16("fused_attention", {q, k, v});
   if (!q.defined() || !k.defined() || !v.defined() || q.dim() != 4 || k.dim() != 4 ||
       v.dim() != 4) {
     return attention_composed(q, k, v, mask, scale);
@@ -71,39 +75,42 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
   const Tensor m = mask.defined() ? detail::broadcast_view(mask.detach(), scores_shape) : Tensor();
   Tensor out = empty({B, T, H, Dv}, q.options()).transpose(1, 2);
   Tensor weights = empty(scores_shape, q.options());
+  const bool bfloat16 = autocast_applies(q.dtype());
   if (!backend_for(q.device())
-           .attention(q.detach(), k.detach(), v.detach(), m, scale, out, weights)) {
+           .attention(q.detach(), k.detach(), v.detach(), m, scale, out, weights, bfloat16)) {
     return attention_composed(q, k, v, mask, scale);
   }
   // Two products per head, Q·Kᵀ and P·V; the backward runs four.
   const double product_flops = 2.0 * static_cast<double>(B * H * T * S * (Dh + Dv));
   profiler::count_flops(product_flops);
   const Tensor p = weights.detach();  // the weights' values, without the node recorded below
-  out =
-      record("fused_attention", out, {q, k, v},
-             [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
-              sm = SavedTensor(m), scale, B, H, T, S, Dh, Dv, product_flops](const Tensor& g) {
-               const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
-               if (is_grad_enabled()) {  // create_graph: differentiate the composition
-                 return detail::composed_backward(
-                     [mask_ = sm.get(), scale](const std::vector<Tensor>& in) {
-                       return attention_composed(in[0], in[1], in[2], mask_, scale).first;
-                     },
-                     {q_, k_, v_}, g);
-               }
-               Tensor dq = empty({B, T, H, Dh}, g.options()).transpose(1, 2);
-               Tensor dk = empty({B, S, H, Dh}, g.options()).transpose(1, 2);
-               Tensor dv = empty({B, S, H, Dv}, g.options()).transpose(1, 2);
-               const bool done =
-                   backend_for(g.device()).attention_backward(g, q_, k_, v_, p_, scale, dq, dk, dv);
-               SG_CHECK(done, "fused_attention: the backend ran the forward but not the backward");
-               profiler::count_flops(2.0 * product_flops);
-               return Grads{dq, dk, dv};
-             });
+  out = record(
+      "fused_attention", out, {q, k, v},
+      [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
+       sm = SavedTensor(m), scale, B, H, T, S, Dh, Dv, product_flops, bfloat16](const Tensor& g) {
+        const AutocastGuard autocast(kBFloat16, bfloat16);  // as in the forward
+        const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
+        if (is_grad_enabled()) {  // create_graph: differentiate the composition
+          return detail::composed_backward(
+              [mask_ = sm.get(), scale](const std::vector<Tensor>& in) {
+                return attention_composed(in[0], in[1], in[2], mask_, scale).first;
+              },
+              {q_, k_, v_}, g);
+        }
+        Tensor dq = empty({B, T, H, Dh}, g.options()).transpose(1, 2);
+        Tensor dk = empty({B, S, H, Dh}, g.options()).transpose(1, 2);
+        Tensor dv = empty({B, S, H, Dv}, g.options()).transpose(1, 2);
+        const bool done = backend_for(g.device())
+                              .attention_backward(g, q_, k_, v_, p_, scale, dq, dk, dv, bfloat16);
+        SG_CHECK(done, "fused_attention: the backend ran the forward but not the backward");
+        profiler::count_flops(2.0 * product_flops);
+        return Grads{dq, dk, dv};
+      });
   weights = record(
       "fused_attention_weights", weights, {q, k},
       [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
-       sm = SavedTensor(m), scale](const Tensor& g) {
+       sm = SavedTensor(m), scale, bfloat16](const Tensor& g) {
+        const AutocastGuard autocast(kBFloat16, bfloat16);  // its products as in the forward
         if (is_grad_enabled()) {  // create_graph: differentiate the composition
           return detail::composed_backward(
               [mask_ = sm.get(), v_ = sv.get().detach(), scale](const std::vector<Tensor>& in) {

@@ -42,6 +42,7 @@ Reduction check_arguments(std::string_view op, const Tensor& logits, const Tenso
   const Reduction mode = parse_reduction(op, reduction);
   SG_CHECK(logits.is_floating_point(), "{}: logits must be float32 or float64, got {}", op,
            logits.dtype());
+  detail::check_not_bfloat16(op, {logits});
   SG_CHECK(target.dtype() == kInt64, "{}: target must be an int64 tensor of class indices, got {}",
            op, target.dtype());
   SG_CHECK(logits.dim() >= 1, "{}: logits must have a class dim, got a 0-d tensor", op);

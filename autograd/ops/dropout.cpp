@@ -17,6 +17,7 @@ Tensor dropout(const Tensor& x, double p, bool training, CallSite site) {
   SG_PROFILE_OP("dropout");
   SG_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got {}", p);
   SG_CHECK(x.is_floating_point(), "dropout: expected a floating point tensor, got {}", x.dtype());
+  detail::check_not_bfloat16("dropout", {x});
   if (!training || p == 0.0) return x;
   // Everything dropped: 1 / (1 - p) would be inf and 0 * inf NaN, so multiply by 0 instead.
   if (p == 1.0) return x * zeros({}, x.options());

@@ -35,6 +35,7 @@ Tensor operand_for(const Tensor& self, const Tensor& other) {
 
 Tensor& binary_inplace(std::string_view op, BinaryOp kind, Tensor& self, const Tensor& other) {
   check_inplace(op, self, other);
+  detail::check_not_bfloat16(op, {self, other});
   backend_for(self.device()).binary(kind, self, operand_for(self, other), self);
   self.impl()->storage->bump_version();
   return self;
@@ -100,6 +101,7 @@ Tensor& Tensor::addcmul_(const Tensor& a, const Tensor& b, double value) {
   SG_PROFILE_OP("addcmul_");
   check_inplace("addcmul_", *this, a);
   check_inplace("addcmul_", *this, b);
+  detail::check_not_bfloat16("addcmul_", {*this, a, b});
   NoGradGuard no_grad;
   return add_(a * b, value);
 }
@@ -108,6 +110,7 @@ Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, double value) {
   SG_PROFILE_OP("addcdiv_");
   check_inplace("addcdiv_", *this, a);
   check_inplace("addcdiv_", *this, b);
+  detail::check_not_bfloat16("addcdiv_", {*this, a, b});
   NoGradGuard no_grad;
   return add_(a / b, value);
 }
@@ -137,6 +140,7 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
   SG_PROFILE_OP("adam_update_");
   Tensor p = param;
   check_inplace("adam_update_", p, grad);
+  detail::check_not_bfloat16("adam_update_", {param, grad, exp_avg, exp_avg_sq});
   for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
     SG_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(),
              "adam_update_: gradient and moments must be {} of shape {}, got {} of shape {}",

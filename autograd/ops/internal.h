@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/autocast.h"
 #include "autograd/backend/backend.h"
 #include "autograd/factory.h"
 #include "autograd/grad_mode.h"
@@ -24,8 +25,12 @@ Tensor broadcast_view(const Tensor& x, const Shape& shape);
 Tensor convert(const Tensor& x, DType dtype);
 // Throws "op: tensors are on cpu and cuda:0" unless every defined tensor is on one device.
 void check_same_device(std::string_view op, std::initializer_list<Tensor> tensors);
-// Throws "op: expected a float32 or float64 tensor, got int64".
+// Throws "op: expected a float32 or float64 tensor, got int64" (and refuses bfloat16: Note
+// [bfloat16 is for storage] in autograd/dtype.h).
 void check_floating(std::string_view op, const Tensor& x);
+// Refuses bfloat16 tensors by the op's name: the ops composed of others, whose parts would
+// otherwise name themselves.
+void check_not_bfloat16(std::string_view op, std::initializer_list<Tensor> tensors);
 
 // ---- backward formulas under create_graph (Note [Saved tensors and double backward], node.h) ----
 // A backward that runs a raw kernel (a fused backward, an index_add) records nothing, so when grad

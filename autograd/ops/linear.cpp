@@ -6,6 +6,9 @@
 // then records one node whose backward is the backend's too:
 //   dx = g·W  [rows, in],   dW = gᵀ·x  [out, in],   db = Σ_rows g  [out]
 // (x [rows, in] with its batch dims flattened, W [out, in], g = dL/dy [rows, out]).
+// Under autocast (autograd/autocast.h) the product reads x and W rounded to bfloat16 and is summed
+// onto the float32 bias (gemm_bfloat16 with accumulate); its backward products are bfloat16 ones
+// too (matmul under the recorded autocast state), db stays a float32 sum.
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -37,6 +40,7 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor linear_composed(const Tensor& x, const Tensor& weight, const Tensor& bias, CallSite site) {
   const CallSiteScope call_site(site);
+  detail::check_not_bfloat16("linear_composed", {x, weight, bias});
   // x Wᵀ: the transposed weight is a view, and BLAS reads it without a copy.
   Tensor y = matmul(x, weight.t());
   return bias.defined() ? y + bias : y;
@@ -56,7 +60,16 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, C
   Backend& backend = backend_for(x.device());
   const Tensor x_rows = x.detach().reshape({n_rows, in});  // a view unless x's rows are scattered
   const Tensor out_rows = out.view({n_rows, out_features});
-  if (!backend.linear(x_rows, weight.detach(), bias.detach(), out_rows)) {
+  const bool bfloat16 = autocast_applies(x.dtype());
+  if (bfloat16) {  // out = bias, then out += x·Wᵀ, as [1, rows, ..] matrices
+    auto matrix = [](const Tensor& m, int64_t rows_dim, int64_t cols_dim) {
+      return detail::make_view(m, {1, m.size(rows_dim), m.size(cols_dim)},
+                               {0, m.stride(rows_dim), m.stride(cols_dim)}, m.storage_offset());
+    };
+    backend.copy(detail::broadcast_view(bias.detach(), out_rows.shape()), out_rows);
+    backend.gemm_bfloat16(matrix(x_rows, 0, 1), matrix(weight.detach(), 1, 0),  // x, Wᵀ
+                          matrix(out_rows, 0, 1), /*accumulate=*/true);
+  } else if (!backend.linear(x_rows, weight.detach(), bias.detach(), out_rows)) {
     return linear_composed(x, weight, bias);
   }
   const double product_flops = 2.0 * static_cast<double>(n_rows * in * out_features);
@@ -67,14 +80,15 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, C
       "fused_linear", out, {x, weight, bias},
       [saved_x = need_dw ? SavedTensor(x) : SavedTensor(),
        saved_w = need_dx ? SavedTensor(weight) : SavedTensor(), need_dx, need_dw,
-       need_db = bias.requires_grad(), n_rows, in, out_features, product_flops,
-       x_shape = x.shape()](const Tensor& g) {
+       need_db = bias.requires_grad(), n_rows, in, out_features, product_flops, x_shape = x.shape(),
+       bfloat16](const Tensor& g) {
         const Tensor g_rows = g.reshape({n_rows, out_features});
         const Tensor x_ = need_dw ? saved_x.get().reshape({n_rows, in}) : Tensor();
         const Tensor w_ = need_dx ? saved_w.get() : Tensor();
-        if (is_grad_enabled()) {
-          // create_graph: the same three products as recorded ops on the saved x and
-          // W, so the gradient differentiates again.
+        if (is_grad_enabled() || bfloat16) {
+          // create_graph, or autocast: the same three products as ops (recorded, on the saved x
+          // and W, so the gradient differentiates again; bfloat16 ones as the forward's were).
+          const AutocastGuard autocast(kBFloat16, bfloat16);
           return Grads{need_dx ? matmul(g_rows, w_).view(x_shape) : Tensor(),
                        need_dw ? matmul(g_rows.t(), x_) : Tensor(),
                        need_db ? g_rows.sum(0) : Tensor()};

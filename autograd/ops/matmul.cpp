@@ -14,6 +14,8 @@
 // the way there: broadcasting is a stride of 0 along the batch, and a transposed operand stays a
 // transposed view, which BLAS reads directly (backend/cpu/gemm.cpp). The one exception is an
 // operand broadcast in some batch dims but not others, whose batch cannot be one strided dim.
+// Under autocast (autograd/autocast.h) float32 products call gemm_bfloat16 instead, forward and
+// backward alike.
 #include <optional>
 
 #include "autograd/ops/internal.h"
@@ -113,26 +115,30 @@ Tensor as_batch_of_matrices(const Tensor& x, const Shape& batch) {
   return merge_dims(expanded, 0, nbatch);
 }
 
-// out [batch.., M, N] (contiguous) = a [.., M, K] · b [.., K, N], batch dims broadcast.
-void gemm_into(const Tensor& a, const Tensor& b, const Shape& batch, const Tensor& out) {
+// out [batch.., M, N] (contiguous) = a [.., M, K] · b [.., K, N], batch dims broadcast; the
+// operands rounded to bfloat16 when `bfloat16` (autocast).
+void gemm_into(const Tensor& a, const Tensor& b, const Shape& batch, const Tensor& out,
+               bool bfloat16) {
   Backend& backend = backend_for(out.device());
   if (out.numel() == 0) return;
   if (a.size(-1) == 0) return backend.fill(out, 0.0);  // K = 0: a sum of nothing
   profiler::count_flops(2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(-1)));
+  auto gemm = [&](const Tensor& x, const Tensor& y, const Tensor& z) {
+    if (bfloat16) return backend.gemm_bfloat16(x, y, z, /*accumulate=*/false);
+    backend.gemm(x, y, z, /*accumulate=*/false);
+  };
 
   // A stack of matrices times one matrix, [.., M, K] · [K, N]: when a's rows lie in memory one
   // after another, the stack is one tall matrix [B*M, K] and a single large gemm does it all
   // (this is nn::Linear on a [batch, time, features] input).
   const int64_t out_dims = out.dim();
   if (b.dim() == 2 && a.dim() > 2 && dims_merge(a, 0, a.dim() - 1)) {
-    backend.gemm(merge_dims(merge_dims(a, 0, a.dim() - 1), 0, 0), merge_dims(b, 0, 0),
-                 merge_dims(merge_dims(out, 0, out_dims - 1), 0, 0),  // [1, B*M, ..]
-                 /*accumulate=*/false);
+    gemm(merge_dims(merge_dims(a, 0, a.dim() - 1), 0, 0), merge_dims(b, 0, 0),
+         merge_dims(merge_dims(out, 0, out_dims - 1), 0, 0));  // [1, B*M, ..]
     return;
   }
-  backend.gemm(as_batch_of_matrices(a, batch), as_batch_of_matrices(b, batch),
-               merge_dims(out, 0, static_cast<int64_t>(batch.size())),  // [B, M, N]
-               /*accumulate=*/false);
+  gemm(as_batch_of_matrices(a, batch), as_batch_of_matrices(b, batch),
+       merge_dims(out, 0, static_cast<int64_t>(batch.size())));  // [B, M, N]
 }
 
 // A result (or its gradient) with the dims that vector operands lost put back: [.., M, N] again.
@@ -165,7 +171,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite site) {
   if (a.dim() > 1) out_shape.push_back(a_matrix.size(-2));  // M, unless a is a vector
   if (b.dim() > 1) out_shape.push_back(b_matrix.size(-1));  // N, unless b is a vector
   Tensor out = empty(out_shape, a.options());
-  gemm_into(a_matrix, b_matrix, batch, as_matrix_result(out, a.dim(), b.dim()));
+  const bool bfloat16 = autocast_applies(a.dtype());
+  gemm_into(a_matrix, b_matrix, batch, as_matrix_result(out, a.dim(), b.dim()), bfloat16);
   if (!needs_graph({a, b})) {  // inference: save nothing, make no node (record only checks it)
     return record("matmul", out, {a, b}, [](const Tensor&) { return Grads{}; });
   }
@@ -178,44 +185,47 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite site) {
   // computed transposed too, dBᵀ = dCᵀ·A, and handed back as a view, so that the transpose's own
   // backward yields a contiguous gradient instead of copying one with a stride per element.
   const bool b_transposed = b.dim() >= 2 && b.stride(-2) == 1 && b.stride(-1) != 1;
-  return record("matmul", out, {a, b},
-                [saved_a = need_db ? SavedTensor(a) : SavedTensor(),
-                 saved_b = need_da ? SavedTensor(b) : SavedTensor(), a_dim = a.dim(),
-                 b_dim = b.dim(), need_da, need_db, b_transposed](const Tensor& g) -> Grads {
-                  // --8<-- [start:ex04.matmul_backward]
-                  // create_graph: the vector-to-matrix views become recorded ones, so that the
-                  // gradient's graph reaches g and the saved operands through them.
-                  const bool graph = is_grad_enabled();
-                  const Tensor G = graph ? recorded_matrix_result(g, a_dim, b_dim)
-                                         : as_matrix_result(g, a_dim, b_dim);  // [.., M, N]
-                  Tensor da, db;
-                  if (need_da) {
-                    const Tensor B = graph ? recorded_right_matrix(saved_b.get())
-                                           : as_right_matrix(saved_b.get());  // [.., K, N]
-                    da = matmul(G, B.transpose(-2, -1));                      // [.., M, K]
-                    if (a_dim == 1) da = da.squeeze(da.dim() - 2);            // [.., K]
-                  }
-                  if (need_db) {
-                    const Tensor A = graph ? recorded_left_matrix(saved_a.get())
-                                           : as_left_matrix(saved_a.get());  // [.., M, K]
-                    if (A.dim() > 2 && b_dim <= 2) {
-                      // B was one matrix shared by the whole stack, so dB = Σ_batch Aᵢᵀ·dCᵢ, which
-                      // is one gemm over the stack read as a tall matrix: [K, B*M] · [B*M, N].
-                      // (reshape copies A only when its rows cannot be laid end to end, e.g. a
-                      // transposed stack.)
-                      const int64_t K = A.size(-1), N = G.size(-1);
-                      const Tensor rows_a = A.reshape({-1, K}), rows_g = G.reshape({-1, N});
-                      db = b_transposed ? matmul(rows_g.transpose(0, 1), rows_a).transpose(0, 1)
-                                        : matmul(rows_a.transpose(0, 1), rows_g);  // [K, N]
-                    } else {
-                      db = b_transposed ? matmul(G.transpose(-2, -1), A).transpose(-2, -1)
-                                        : matmul(A.transpose(-2, -1), G);  // [.., K, N]
-                    }
-                    if (b_dim == 1) db = db.squeeze(db.dim() - 1);  // [.., K]
-                  }
-                  return Grads{da, db};
-                  // --8<-- [end:ex04.matmul_backward]
-                });
+  return record(
+      "matmul", out, {a, b},
+      [saved_a = need_db ? SavedTensor(a) : SavedTensor(),
+       saved_b = need_da ? SavedTensor(b) : SavedTensor(), a_dim = a.dim(), b_dim = b.dim(),
+       need_da, need_db, b_transposed, bfloat16](const Tensor& g) -> Grads {
+        // The backward products in bfloat16 too if the forward's were (autocast).
+        const AutocastGuard autocast(kBFloat16, bfloat16);
+        // --8<-- [start:ex04.matmul_backward]
+        // create_graph: the vector-to-matrix views become recorded ones, so that the
+        // gradient's graph reaches g and the saved operands through them.
+        const bool graph = is_grad_enabled();
+        const Tensor G = graph ? recorded_matrix_result(g, a_dim, b_dim)
+                               : as_matrix_result(g, a_dim, b_dim);  // [.., M, N]
+        Tensor da, db;
+        if (need_da) {
+          const Tensor B = graph ? recorded_right_matrix(saved_b.get())
+                                 : as_right_matrix(saved_b.get());  // [.., K, N]
+          da = matmul(G, B.transpose(-2, -1));                      // [.., M, K]
+          if (a_dim == 1) da = da.squeeze(da.dim() - 2);            // [.., K]
+        }
+        if (need_db) {
+          const Tensor A = graph ? recorded_left_matrix(saved_a.get())
+                                 : as_left_matrix(saved_a.get());  // [.., M, K]
+          if (A.dim() > 2 && b_dim <= 2) {
+            // B was one matrix shared by the whole stack, so dB = Σ_batch Aᵢᵀ·dCᵢ, which
+            // is one gemm over the stack read as a tall matrix: [K, B*M] · [B*M, N].
+            // (reshape copies A only when its rows cannot be laid end to end, e.g. a
+            // transposed stack.)
+            const int64_t K = A.size(-1), N = G.size(-1);
+            const Tensor rows_a = A.reshape({-1, K}), rows_g = G.reshape({-1, N});
+            db = b_transposed ? matmul(rows_g.transpose(0, 1), rows_a).transpose(0, 1)
+                              : matmul(rows_a.transpose(0, 1), rows_g);  // [K, N]
+          } else {
+            db = b_transposed ? matmul(G.transpose(-2, -1), A).transpose(-2, -1)
+                              : matmul(A.transpose(-2, -1), G);  // [.., K, N]
+          }
+          if (b_dim == 1) db = db.squeeze(db.dim() - 1);  // [.., K]
+        }
+        return Grads{da, db};
+        // --8<-- [end:ex04.matmul_backward]
+      });
 }
 
 }  // namespace sg

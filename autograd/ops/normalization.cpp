@@ -32,6 +32,7 @@ Tensor layer_norm_composed(const Tensor& x, const Shape& normalized_shape, const
                            const Tensor& bias, double eps, CallSite site) {
   const CallSiteScope call_site(site);
   check_layer_norm(x, normalized_shape);
+  detail::check_not_bfloat16("layer_norm_composed", {x, weight, bias});
   // --8<-- [start:ex09.layer_norm]
   std::vector<int64_t> dims;
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -53,6 +54,7 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const Te
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("fused_layer_norm");
   check_layer_norm(x, normalized_shape);
+  detail::check_not_bfloat16("fused_layer_norm", {x, weight, bias});
   for (const Tensor* p : {&weight, &bias}) {
     SG_CHECK(!p->defined() || (p->shape() == normalized_shape && p->dtype() == x.dtype()),
              "layer_norm: weight and bias must be {} of shape {}, got {} of shape {}", x.dtype(),

@@ -128,6 +128,7 @@ Tensor sum(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
 Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("mean");
+  detail::check_not_bfloat16("mean", {x});
   SG_CHECK(x.is_floating_point(), "mean: expected a floating point tensor, got {}", x.dtype());
   std::vector<int64_t> reduced = reduced_dims_of("mean", dims.vec(), x.dim());
   const int64_t n = reduced_count(x.shape(), reduced);
@@ -141,6 +142,7 @@ Tensor mean(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
 Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("var");
+  detail::check_not_bfloat16("var", {x});
   SG_CHECK(x.is_floating_point(), "var: expected a floating point tensor, got {}", x.dtype());
   std::vector<int64_t> reduced = reduced_dims_of("var", dims.vec(), x.dim());
   const int64_t n = reduced_count(x.shape(), reduced);
@@ -156,6 +158,7 @@ Tensor var(const Tensor& x, const Dims& dims, int64_t correction, bool keepdim, 
 namespace {
 Tensor extreme(std::string_view op, ReduceOp kind, const Tensor& x,
                const std::vector<int64_t>& dims, bool keepdim) {
+  detail::check_not_bfloat16(op, {x});
   if (x.dim() == 0) {
     (void)reduced_dims_of(op, dims, 0);
     SG_CHECK(x.dtype() != kBool, "{}: not defined for bool tensors", op);
@@ -194,6 +197,7 @@ Tensor amin(const Tensor& x, const Dims& dims, bool keepdim, CallSite site) {
 namespace {
 std::pair<Tensor, Tensor> extreme_along(std::string_view op, ReduceOp kind, const Tensor& x,
                                         int64_t dim, bool keepdim) {
+  detail::check_not_bfloat16(op, {x});
   if (x.dim() == 0) {
     normalize_dim(op, dim, 0);
     SG_CHECK(x.dtype() != kBool, "{}: not defined for bool tensors", op);
@@ -261,6 +265,7 @@ Tensor argmin(const Tensor& x, int64_t dim, bool keepdim, CallSite site) {
 Tensor sum_to(const Tensor& x, const Shape& shape, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("sum_to");
+  detail::check_not_bfloat16("sum_to", {x});
   // --8<-- [start:ex02.sum_to]
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
   SG_CHECK(lead >= 0, "sum_to: cannot sum shape {} to the larger shape {}", x.shape(), shape);

@@ -57,6 +57,7 @@ Tensor softmax_along(std::string_view op, const Tensor& x, int64_t dim, bool log
 Tensor masked_softmax(const Tensor& x, const Tensor& mask, int64_t dim, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("masked_softmax");
+  detail::check_not_bfloat16("masked_softmax", {x});
   SG_CHECK(x.is_floating_point(), "masked_softmax: expected a floating point tensor, got {}",
            x.dtype());
   SG_CHECK(mask.dtype() == kBool, "masked_softmax: mask must be a bool tensor, got {}",

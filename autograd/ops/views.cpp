@@ -61,8 +61,15 @@ void check_same_device(std::string_view op, std::initializer_list<Tensor> tensor
 }
 
 void check_floating(std::string_view op, const Tensor& x) {
+  if (x.dtype() == kBFloat16) refuse_bfloat16(op);
   SG_CHECK(is_floating(x.dtype()), "{}: expected a float32 or float64 tensor, got {}", op,
            x.dtype());
+}
+
+void check_not_bfloat16(std::string_view op, std::initializer_list<Tensor> tensors) {
+  for (const Tensor& t : tensors) {
+    if (t.defined() && t.dtype() == kBFloat16) refuse_bfloat16(op);
+  }
 }
 
 }  // namespace detail

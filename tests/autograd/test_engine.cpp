@@ -145,7 +145,8 @@ TEST(EngineTest, InPlaceOnATensorThatRequiresGradIsRefused) {
   Tensor x = random_leaf({3});
   EXPECT_SG_ERROR(x.add_(1.0), "add_: cannot change a tensor of shape [3] in place");
   EXPECT_SG_ERROR((x * 2.0).requires_grad_(false), "requires_grad_: only leaf tensors");
-  EXPECT_SG_ERROR(zeros({2}, kInt64).requires_grad_(), "requires_grad_: only float32 and float64");
+  EXPECT_SG_ERROR(zeros({2}, kInt64).requires_grad_(),
+                  "requires_grad_: only floating point tensors (float32, float64, bfloat16)");
 }
 
 TEST(EngineTest, GraphIsFreedWithTheLastTensor) {

@@ -21,7 +21,7 @@ $in_git && before=$(tracked_state)
 
 "$python" scripts/exercises.py check-markers
 
-chapters=(01 02 03 04 05 06 07 08 09 10 11 12)
+chapters=(01 02 03 04 05 06 07 08 09 10 11 12 13b)
 for chapter in "${chapters[@]}"; do
   bash scripts/exercise.sh start "$chapter" --no-configure > /dev/null
 done
@@ -75,4 +75,4 @@ if out=$("$python" scripts/exercises.py sources 99 2>&1); then fail "selection 9
 if $in_git; then
   [[ $(tracked_state) == "$before" ]] || fail "the round trip changed tracked files"
 fi
-echo "round_trip_test: start, keep, reset for chapters 01-12; tracked files unchanged"
+echo "round_trip_test: start, keep, reset for chapters ${chapters[*]}; tracked files unchanged"

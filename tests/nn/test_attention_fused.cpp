@@ -71,7 +71,7 @@ void check_against_composition(const Case& c) {
 bool kernel_takes(const Tensor& q, const Tensor& k, const Tensor& v) {
   Tensor out = empty({q.size(0), q.size(1), q.size(2), v.size(3)}, q.options());
   Tensor weights = empty({q.size(0), q.size(1), q.size(2), k.size(2)}, q.options());
-  return cpu_backend(CpuKernels::Fast).attention(q, k, v, Tensor(), 1.0, out, weights);
+  return cpu_backend(CpuKernels::Fast).attention(q, k, v, Tensor(), 1.0, out, weights, false);
 }
 
 #define SG_SKIP_WITHOUT_SHORT_ATTENTION()                                           \

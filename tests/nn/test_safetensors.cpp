@@ -36,6 +36,9 @@ NamedTensors every_dtype() {
       {"mask", from_vector<bool>({true, false, false, true, true}, {5, 1})},
       {"scalar", scalar_tensor(3.25, kFloat64)},
       {"empty", zeros({0, 4})},
+      {"bf16", from_vector<BFloat16>({BFloat16::from_bits(0x7FC1), BFloat16(-0.0f),
+                                      BFloat16(3.140625f), BFloat16::from_bits(0x0001)},
+                                     {2, 2})},
   };
 }
 
@@ -199,7 +202,7 @@ TEST_F(SerializeCorruptFile, HeaderIsNotAJsonObject) {
 TEST_F(SerializeCorruptFile, BadTensorEntries) {
   expect_entry_rejected("7", "tensor 'w' is described by 7, not an object");
   expect_entry_rejected(R"({"dtype": "F16", "shape": [4], "data_offsets": [0, 8]})",
-                        "tensor 'w' has dtype \"F16\"; supported are F32, F64, I64 and BOOL");
+                        "tensor 'w' has dtype \"F16\"; supported are F32, F64, I64, BOOL and BF16");
   expect_entry_rejected(R"({"shape": [2], "data_offsets": [0, 8]})", "has no dtype string");
   expect_entry_rejected(R"({"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]})",
                         "has shape [-2]");

@@ -36,6 +36,8 @@ TEST(SerializeTorchInterop, PyTorchReadsOurFiles) {
   NamedTensors tensors = {
       {"f32", from_vector<float>({1.5f, -0.0f, 0.1f, 1e-30f, -3e38f, 7.0f}, {3, 2})},
       {"f64", from_vector<double>({0.1, -1e300, 1.0 / 3.0})},
+      {"bf16", from_vector<float>({3.140625f, -0.0f, 1e-30f, -3e38f, 65536.0f, 7.0f}, {2, 3},
+                                  kBFloat16)},  // (the script's JSON cannot carry inf)
       {"i64", from_vector<int64_t>(
                   {std::numeric_limits<int64_t>::min(), 0, std::numeric_limits<int64_t>::max()})},
       {"mask", from_vector<bool>({true, false, true, true}, {2, 1, 2})},
@@ -78,7 +80,11 @@ TEST(SerializeTorchInterop, WeReadPyTorchFiles) {
                                     std::numeric_limits<int64_t>::max()})},
       {"f64", from_vector<double>({0, 2, 4, 1, 3, 5}, {2, 3}) / 3.0},
       {"f32", from_vector<double>({1.5, -2.25, 3.0, 0.1, -0.0, 1e-30}, {2, 3}, kFloat32)},
-      {"empty", zeros({0, 3})}};
+      {"empty", zeros({0, 3})},
+      // PyTorch rounded these from float32; we must read its bits, and round alike.
+      {"bf16", from_vector<double>(
+                   {3.14159, -0.0, 0.1, 1e-30, -3e38, std::numeric_limits<double>::infinity()},
+                   {2, 3}, kBFloat16)}};
   EXPECT_TRUE(bit_identical(file.tensors, expected));
   EXPECT_EQ(file.metadata.at("written_by").substr(0, 6), "torch ");
 }

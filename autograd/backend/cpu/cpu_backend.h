@@ -29,6 +29,8 @@ class CpuBackend : public Backend {
   void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
               const Tensor& indices) override;
   void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  void gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  void round_to_bfloat16(const Tensor& x, const Tensor& out) override;
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                         const Tensor& out) override;

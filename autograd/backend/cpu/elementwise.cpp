@@ -1,15 +1,17 @@
-// CPU elementwise kernels that are not a math function: fill, copy (converting dtypes) and where.
-// Each is one strided loop (strided_loop.h); unary.cpp and binary.cpp hold the math.
+// CPU elementwise kernels that are not a math function: fill, copy (converting dtypes), where, and
+// rounding to bfloat16 (a copy there and back). Each is one strided loop (strided_loop.h);
+// unary.cpp and binary.cpp hold the math.
 #include <algorithm>
 #include <cstdint>
 
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/backend/cpu/elementwise_loops.h"
+#include "autograd/factory.h"
 
 namespace sg::cpu {
 
 void CpuBackend::fill(const Tensor& out, double value) {
-  dispatch_dtype("fill", out.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("fill", out.dtype(), [&]<typename T>() {
     T v = static_cast<T>(value);
     T* o = out.data_ptr<T>();
     for_each_run<1>(out.shape(), {&out.strides()},
@@ -21,16 +23,22 @@ void CpuBackend::fill(const Tensor& out, double value) {
 }
 
 void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
-  dispatch_dtype("copy", dst.dtype(), [&]<typename D>() {
-    dispatch_dtype("copy", src.dtype(), [&]<typename S>() {
+  dispatch_dtype_and_bfloat16("copy", dst.dtype(), [&]<typename D>() {
+    dispatch_dtype_and_bfloat16("copy", src.dtype(), [&]<typename S>() {
       map1<D, S>(src, dst, [](S v) { return static_cast<D>(v); });
     });
   });
 }
 
+void CpuBackend::round_to_bfloat16(const Tensor& x, const Tensor& out) {
+  Tensor half = empty(x.shape(), TensorOptions(kBFloat16).device(x.device()));
+  copy(x, half);    // to nearest, ties to even (float_to_bfloat16_bits)
+  copy(half, out);  // and back, exactly
+}
+
 void CpuBackend::where(const Tensor& condition, const Tensor& a, const Tensor& b,
                        const Tensor& out) {
-  dispatch_dtype("where", out.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("where", out.dtype(), [&]<typename T>() {
     const uint8_t* c = elements<bool>(condition);
     const Bytes<T>* pa = elements<T>(a);
     const Bytes<T>* pb = elements<T>(b);

@@ -1,7 +1,7 @@
 // CPU matrix multiply: one BLAS call per product of the batch (with blas.cpp, the only files of
 // this backend that include the BLAS, through blas_library.h). Each operand is described to BLAS as
 // a pointer, a leading dimension and a transpose flag (blas_matrix.h), so transposed views need no
-// copy.
+// copy. The bfloat16 product of autocast rounds its operands and calls the float32 one.
 
 #include <climits>
 
@@ -9,10 +9,24 @@
 #include "autograd/backend/cpu/blas_library.h"
 #include "autograd/backend/cpu/cpu_backend.h"
 #include "autograd/blas.h"
+#include "autograd/factory.h"
 
 namespace sg::cpu {
 
 namespace {
+
+// m [batch, rows, cols] as a float32 copy whose values are bfloat16 values. A matrix repeated over
+// the batch is rounded once.
+Tensor bfloat16_values(Backend& backend, const Tensor& m) {
+  const Tensor source = repeats_one_matrix(m) ? with_batch(m, 1) : m;
+  // Laid out as the source where it is dense (a transposed weight stays transposed), so that the
+  // rounding walks both in memory order.
+  Tensor values = is_non_overlapping_and_dense(source.shape(), source.strides())
+                      ? empty_strided(source.shape(), source.strides(), m.options())
+                      : empty(source.shape(), m.options());
+  backend.round_to_bfloat16(source, values);
+  return repeats_one_matrix(m) ? with_batch(values, m.size(0)) : values;
+}
 
 // c = a·b + beta·c for one product of the batch, row-major.
 template <typename T>
@@ -51,6 +65,17 @@ void CpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool 
                    accumulate ? T(1) : T(0), pc + i * M * N);
     }
   });
+}
+
+void CpuBackend::gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out,
+                               bool accumulate) {
+  SG_CHECK(a.dtype() == kFloat32 && b.dtype() == kFloat32 && out.dtype() == kFloat32,
+           "matmul: bfloat16 products take float32 operands, got {} and {}", a.dtype(), b.dtype());
+  // --8<-- [start:gemm_bfloat16]
+  // What a bfloat16 product means: each operand rounded to bfloat16, the products of the rounded
+  // values (exact in float32) summed in float32. So: round both, then the float32 product.
+  gemm(bfloat16_values(*this, a), bfloat16_values(*this, b), out, accumulate);
+  // --8<-- [end:gemm_bfloat16]
 }
 
 }  // namespace sg::cpu

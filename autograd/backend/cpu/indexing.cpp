@@ -48,7 +48,7 @@ void CpuBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index,
   DimLayout l = dim_layout(x.shape(), dim);
   const int64_t n = index.numel();
   const int64_t* pi = index.data_ptr<int64_t>();
-  dispatch_dtype("index_select", x.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("index_select", x.dtype(), [&]<typename T>() {
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
     for (int64_t k = 0; k < n; ++k) {
@@ -86,7 +86,7 @@ void CpuBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index, 
 
 void CpuBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out,
                         std::string_view op) {
-  dispatch_dtype("gather", x.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("gather", x.dtype(), [&]<typename T>() {
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
     for_each_gathered(op, x.shape(), index, dim,

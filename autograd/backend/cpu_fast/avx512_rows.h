@@ -109,9 +109,31 @@ decltype(auto) with_registers_per_row(int64_t D, F&& f) {
   return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);  // NaN stays NaN
 }
 
-// GCC 12's unpack intrinsics start from an "undefined" register that it then reports as used
-// uninitialised when this is compiled without inlining (-O1; GCC bug 105593, fixed in GCC 13).
+// GCC 12's unpack and shift intrinsics start from an "undefined" register that it then reports as
+// used uninitialised when this is compiled without inlining (-O1; GCC bug 105593, fixed in GCC 13).
 SG_BEGIN_GCC_BUG_105593
+// 16 floats rounded to bfloat16 and kept as floats: float_to_bfloat16_bits (autograd/bfloat16.cpp)
+// lane by lane, the same bits (denormals kept; a NaN becomes 0x7FC0's), for autocast's products.
+[[SG_AVX512, gnu::always_inline]] inline __m512 round_to_bfloat16(__m512 x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __m512i lowest_kept_bit =
+      _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i carried =
+      _mm512_add_epi32(bits, _mm512_add_epi32(lowest_kept_bit, _mm512_set1_epi32(0x7FFF)));
+  const __m512 rounded = _mm512_castsi512_ps(
+      _mm512_and_si512(carried, _mm512_set1_epi32(static_cast<int>(0xFFFF0000))));
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_mov_ps(rounded, nan, _mm512_castsi512_ps(_mm512_set1_epi32(0x7FC00000)));
+}
+
+// out[i] = x[i] rounded to bfloat16, kept as floats, for i < n (out may be x).
+[[SG_AVX512]] inline void round_floats_to_bfloat16(const float* x, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(out + i, lanes, round_to_bfloat16(_mm512_maskz_loadu_ps(lanes, x + i)));
+  }
+}
+
 // x[i] becomes column i of the 16 x 16 block whose rows x held: three rounds of interleaving,
 // each pairing registers 1, 2, then 4 and 8 apart (unpack floats, unpack pairs, swap 128-bit
 // quarters twice).

@@ -63,8 +63,8 @@ bool copy_short_rows_typed(const Tensor& src, const Tensor& dst) {
 
 bool copy_short_rows(const Tensor& src, const Tensor& dst) {
   if (src.dtype() != dst.dtype()) return false;
-  return dispatch_dtype("copy", dst.dtype(),
-                        [&]<typename T>() { return copy_short_rows_typed<T>(src, dst); });
+  return dispatch_dtype_and_bfloat16(
+      "copy", dst.dtype(), [&]<typename T>() { return copy_short_rows_typed<T>(src, dst); });
 }
 
 }  // namespace sg::cpu

@@ -29,6 +29,10 @@ class FastCpuBackend : public CpuBackend {
   void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
               const Tensor& indices) override;  // reduce.cpp
   void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  // gemm.cpp, with bf16_gemm.h: AVX512-BF16 products where the CPU has them.
+  void gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  // elementwise.cpp: 16 floats at a time in AVX-512 registers.
+  void round_to_bfloat16(const Tensor& x, const Tensor& out) override;
   // softmax.cpp
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
@@ -48,10 +52,10 @@ class FastCpuBackend : public CpuBackend {
   // attention.cpp: short sequences in registers (short_attention.cpp), up to 64 keys with
   // narrow_gemm (gemm_attention.cpp).
   bool attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                 double scale, const Tensor& out, const Tensor& weights) override;
+                 double scale, const Tensor& out, const Tensor& weights, bool bfloat16) override;
   bool attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
                           const Tensor& weights, double scale, const Tensor& dq, const Tensor& dk,
-                          const Tensor& dv) override;
+                          const Tensor& dv, bool bfloat16) override;
   // cross_entropy.cpp: float rows.
   bool cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index,
                      double label_smoothing, const Tensor& log_probs,

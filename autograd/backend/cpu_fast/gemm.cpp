@@ -10,6 +10,7 @@
 
 #include "autograd/backend/blas_matrix.h"
 #include "autograd/backend/cpu/blas_library.h"
+#include "autograd/backend/cpu_fast/bf16_gemm.h"
 #include "autograd/backend/cpu_fast/fast_cpu_backend.h"
 #include "autograd/backend/cpu_fast/narrow_gemm.h"
 #include "autograd/backend/cpu_fast/parallel.h"
@@ -301,6 +302,18 @@ void FastCpuBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, b
     quiet_workers();  // the BLAS's threads are about to want every core
     CpuBackend::gemm(a, b, out, accumulate);
   }
+}
+
+// Autocast's products: the AVX512-BF16 kernel where the CPU has it and the product is large enough
+// to pay for packing; elsewhere the reference, which rounds the operands and calls gemm above.
+void FastCpuBackend::gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out,
+                                   bool accumulate) {
+  const int64_t batch = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
+  const bool float32 = a.dtype() == kFloat32 && b.dtype() == kFloat32 && out.dtype() == kFloat32;
+  if (!float32 || !bf16_gemm_fits(M, N, K)) return CpuBackend::gemm_bfloat16(a, b, out, accumulate);
+  bf16_gemm(batch, M, N, K, {a.data_ptr<float>(), a.stride(0), a.stride(1), a.stride(2)},
+            {b.data_ptr<float>(), b.stride(0), b.stride(1), b.stride(2)}, out.data_ptr<float>(),
+            accumulate);
 }
 
 }  // namespace sg::cpu

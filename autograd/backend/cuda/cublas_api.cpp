@@ -32,6 +32,7 @@ CublasApi load() {
   resolve(library, "cublasSetStream_v2", api.set_stream);
   resolve(library, "cublasSgemmStridedBatched", api.sgemm_strided_batched);
   resolve(library, "cublasDgemmStridedBatched", api.dgemm_strided_batched);
+  resolve(library, "cublasGemmStridedBatchedEx", api.gemm_strided_batched_ex);
   resolve(library, "cublasGetStatusString", api.get_status_string);
   return api;
 }

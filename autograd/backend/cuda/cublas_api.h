@@ -15,12 +15,22 @@
 
 namespace sg::cuda {
 
+// cublasGemmStridedBatchedEx: named by its type, because C++ overloads it (a deprecated form takes
+// the compute type as a cudaDataType).
+using GemmStridedBatchedEx = cublasStatus_t (*)(
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
+    const void* alpha, const void* A, cudaDataType Atype, int lda, long long int strideA,
+    const void* B, cudaDataType Btype, int ldb, long long int strideB, const void* beta, void* C,
+    cudaDataType Ctype, int ldc, long long int strideC, int batchCount,
+    cublasComputeType_t computeType, cublasGemmAlgo_t algo);
+
 // The cuBLAS functions the backend calls, with the signatures of cublas_v2.h.
 struct CublasApi {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   decltype(&cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
   decltype(&cublasDgemmStridedBatched) dgemm_strided_batched = nullptr;
+  GemmStridedBatchedEx gemm_strided_batched_ex = nullptr;  // bfloat16 products
   decltype(&cublasGetStatusString) get_status_string = nullptr;
 };
 

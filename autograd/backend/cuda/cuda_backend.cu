@@ -132,8 +132,20 @@ CudaBackend& current_backend() {
 
 namespace cuda {
 
+namespace {
+int compute_capability_of(int device) {
+  int major = 0, minor = 0;
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SG_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return 10 * major + minor;
+}
+}  // namespace
+
 CudaBackend::CudaBackend(int device)
-    : device_(device), name_(fmt::format("cuda:{}", device)), allocator_(device) {
+    : device_(device),
+      compute_capability_(compute_capability_of(device)),
+      name_(fmt::format("cuda:{}", device)),
+      allocator_(device) {
   DeviceGuard guard(device_);
   void* record = nullptr;
   SG_CUDA_CHECK(cudaHostAlloc(&record, sizeof(IndexErrorRecord), cudaHostAllocMapped));

@@ -64,6 +64,8 @@ class CudaBackend final : public Backend {
   void reduce(ReduceOp op, const Tensor& x, int64_t reduced_dims, const Tensor& out,
               const Tensor& indices) override;
   void gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  void gemm_bfloat16(const Tensor& a, const Tensor& b, const Tensor& out, bool accumulate) override;
+  void round_to_bfloat16(const Tensor& x, const Tensor& out) override;
   void softmax(const Tensor& x, int64_t dim, bool log, const Tensor& out) override;
   void softmax_backward(const Tensor& grad, const Tensor& y, int64_t dim, bool log,
                         const Tensor& out) override;
@@ -86,6 +88,7 @@ class CudaBackend final : public Backend {
 
   // For the kernels and the tools above.
   cublasHandle_t cublas();
+  int compute_capability() const { return compute_capability_; }
   IndexErrorSlot error_slot() const { return error_slot_; }
   CudaMemoryStats memory_stats() const { return allocator_.stats(); }
   CudaStagingStats staging_stats() const { return staging_.stats(); }
@@ -103,6 +106,7 @@ class CudaBackend final : public Backend {
   void throw_deferred_errors();
 
   int device_;
+  int compute_capability_;  // 10 * major + minor
   std::string name_;
   CachingAllocator allocator_;
   StagingPool staging_;

@@ -1,4 +1,5 @@
-// CUDA elementwise kernels: fill, copy (with dtype conversion), unary, binary, where, uniform. The
+// CUDA elementwise kernels: fill, copy (with dtype conversion, bfloat16 included), unary, binary,
+// where, uniform. The
 // CUDA twin of cpu/elementwise.cpp: one grid-stride kernel per operand count, around a small
 // functor.
 //
@@ -6,6 +7,8 @@
 // elementwise_math.h's with_unary, the math the CPU kernels share). The switch costs nothing
 // measurable (every thread takes the same branch) and keeps the number of compiled kernels, and so
 // the build time, small: one per dtype instead of one per op and dtype.
+#include <cuda_bf16.h>
+
 #include <limits>
 #include <type_traits>
 
@@ -92,9 +95,37 @@ void map2(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& o
 
 // ---- the functors: each op's math is elementwise_math.h's, shared with the CPU kernels ----
 
+// bfloat16 <-> float on the device. The rounding is cuda_bf16.h's round to nearest even, which
+// gives the CPU's bits (bfloat16.cpp) for every number; a NaN stays a NaN (its payload may differ).
+__device__ inline float bfloat16_to_float(BFloat16 v) {
+  return __uint_as_float(static_cast<uint32_t>(v.bits) << 16);
+}
+__device__ inline BFloat16 float_to_bfloat16(float f) {
+  BFloat16 out;
+  out.bits = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  return out;
+}
+
+// A float rounded to bfloat16 and back: what autocast's products read.
+struct RoundToBFloat16Fn {
+  __device__ float operator()(float v) const { return __bfloat162float(__float2bfloat16_rn(v)); }
+};
+
+// Conversions go through float where bfloat16 is involved (a double is rounded to float first,
+// as on the CPU and in PyTorch).
 template <typename D, typename S>
 struct CastFn {
-  __device__ D operator()(S v) const { return static_cast<D>(v); }
+  __device__ D operator()(S v) const {
+    if constexpr (std::is_same_v<D, S>) {
+      return v;
+    } else if constexpr (std::is_same_v<S, BFloat16>) {
+      return static_cast<D>(bfloat16_to_float(v));
+    } else if constexpr (std::is_same_v<D, BFloat16>) {
+      return float_to_bfloat16(static_cast<float>(v));
+    } else {
+      return static_cast<D>(v);
+    }
+  }
 };
 
 // One functor per dtype for every unary op: the switch on the op runs in the kernel.
@@ -130,7 +161,7 @@ void CudaBackend::fill(const Tensor& out, double value) {
   const int64_t n = out.numel();
   if (n == 0) return;
   auto layout = make_layout<1>("fill", out.shape(), {&out.strides()});
-  dispatch_dtype("fill", out.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("fill", out.dtype(), [&]<typename T>() {
     fill_kernel<<<grid_for(n), kBlockSize>>>(layout, n, out.data_ptr<T>(), static_cast<T>(value));
     SG_CUDA_CHECK_LAUNCH();
   });
@@ -138,10 +169,15 @@ void CudaBackend::fill(const Tensor& out, double value) {
 
 void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
   Scope scope(*this);
-  dispatch_dtype("copy", dst.dtype(), [&]<typename D>() {
-    dispatch_dtype("copy", src.dtype(),
-                   [&]<typename S>() { map1<D, S>("copy", src, dst, CastFn<D, S>{}); });
+  dispatch_dtype_and_bfloat16("copy", dst.dtype(), [&]<typename D>() {
+    dispatch_dtype_and_bfloat16(
+        "copy", src.dtype(), [&]<typename S>() { map1<D, S>("copy", src, dst, CastFn<D, S>{}); });
   });
+}
+
+void CudaBackend::round_to_bfloat16(const Tensor& x, const Tensor& out) {
+  Scope scope(*this);
+  map1<float, float>("round_to_bfloat16", x, out, RoundToBFloat16Fn{});
 }
 
 void CudaBackend::unary(UnaryOp op, const Tensor& x, const Tensor& out, double alpha, double beta) {
@@ -192,7 +228,7 @@ void CudaBackend::where(const Tensor& condition, const Tensor& a, const Tensor& 
   if (n == 0) return;
   auto layout = make_layout<4>("where", out.shape(),
                                {&out.strides(), &condition.strides(), &a.strides(), &b.strides()});
-  dispatch_dtype("where", out.dtype(), [&]<typename T>() {
+  dispatch_dtype_and_bfloat16("where", out.dtype(), [&]<typename T>() {
     where_kernel<<<grid_for(n), kBlockSize>>>(
         layout, n, out.data_ptr<T>(), condition.data_ptr<bool>(), a.data_ptr<T>(), b.data_ptr<T>());
     SG_CUDA_CHECK_LAUNCH();

@@ -16,13 +16,15 @@ namespace sg::cuda {
 
 namespace {
 
-// Elements are moved as raw bits of their size (1, 4 or 8 bytes): one kernel per size instead of
-// one per dtype, for the kernels that only copy.
+// Elements are moved as raw bits of their size (1, 2, 4 or 8 bytes): one kernel per size instead
+// of one per dtype, for the kernels that only copy.
 template <typename F>
 void dispatch_element_size(DType dtype, F&& f) {
   switch (dtype_size(dtype)) {
     case 1:
       return f.template operator()<uint8_t>();
+    case 2:
+      return f.template operator()<uint16_t>();
     case 4:
       return f.template operator()<uint32_t>();
     default:
