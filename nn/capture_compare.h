@@ -1,6 +1,7 @@
-// Comparing two captures of one training step (the first-divergent-op finder, scripts/find_divergence.sh): the same
-// model, weights and batch run by two implementations, each saving every module's output, every
-// parameter's gradient and the loss under the same names, in execution order.
+// Comparing two captures of one training step (the first-divergent-op finder,
+// scripts/find_divergence.sh): the same model, weights and batch run by two implementations, each
+// saving every module's output, every parameter's gradient and the loss under the same names, in
+// execution order.
 //
 //   auto report = sg::nn::compare_captures(load_safetensors("torch.safetensors"),
 //                                          load_safetensors("ours.safetensors"), 1e-4, 1e-3);
