@@ -204,7 +204,8 @@ void check_same_settings_on_every_rank(const Config& config, const TrainOptions&
        {"--device", options.device},
        {"--sync-every", options.sync_every ? std::to_string(*options.sync_every) : "the default"},
        {"--bucket-mb", fmt::format("{}", options.bucket_mb)},
-       {"--zero1", flag(options.zero1)}});
+       {"--zero1", flag(options.zero1)},
+       {"--bf16", flag(options.bf16)}});
   sg::distributed::check_same_settings(*sg::distributed::default_group(), settings,
                                        "copy_task train");
 #else

@@ -280,6 +280,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--log-jsonl", options.log_jsonl, "append one JSON line per evaluation");
   train_cmd->add_option("--device", options.device,
                         "cpu | cuda | cuda:N (with --distributed, cuda = one GPU per rank)");
+  train_cmd->add_flag("--bf16", options.bf16,
+                      "mixed precision: the forward and the loss under bfloat16 autocast "
+                      "(products in bfloat16, sums, weights and Adam in float32)");
   train_cmd->add_option("--sync-every", options.sync_every,
                         "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
                         "cpu, 25 on cuda, where each read makes the host wait for the GPU)");

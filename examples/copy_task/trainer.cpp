@@ -9,9 +9,11 @@
 
 #include "decoding.h"
 #include "distributed_training.h"
+#include "autograd/autocast.h"
 #include "nn/atomic_file.h"
 #include "nn/train/line_chart.h"
 #include "nn/train/metrics_log.h"
+#include "nn/train/mixed_precision.h"
 #include "nn/train/progress.h"
 #include "run_state.h"
 
@@ -106,6 +108,7 @@ nlohmann::json metrics_json(const Config& config, const TrainSummary& s) {
           {"train_seconds", s.train_seconds},
           {"median_ms_per_step", s.median_ms_per_step},
           {"world_size", s.world_size},
+          {"precision", s.bf16 ? "bfloat16 autocast" : "float32"},
           {"gradient_bytes_per_step", s.gradient_bytes},
           {"optimizer_state_bytes_per_rank", s.optimizer_state_bytes},
           {"saved_model", "best held-out evaluation"},
@@ -220,6 +223,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   const bool quiet = options.quiet || !writer;
   const std::string note = ranks.start_dropout_streams(config, state, options.resume);
   if (!note.empty() && !quiet) fmt::print(stderr, "{}\n", note);
+  const std::string bf16_note = options.bf16 ? sg::train::bfloat16_speed_note(device) : "";
+  if (!bf16_note.empty() && !quiet) fmt::print(stderr, "{}\n", bf16_note);
 
   sg::train::Progress progress({.first_step = state.step,
                                 .total_steps = config.steps,
@@ -281,9 +286,12 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     ++state.step;
     // First: set_to_none, so last step's gradients are freed before this forward (lower peak).
     optimizer->zero_grad();
-    StepResult r = forward_batch(*model, on_device(ranks.my_rows(data.next(config.batch)), device),
-                                 config, ranks);
-    r.loss.backward();
+    StepResult r = [&] {
+      const sg::AutocastGuard autocast(sg::kBFloat16, options.bf16);  // the forward and the loss
+      return forward_batch(*model, on_device(ranks.my_rows(data.next(config.batch)), device),
+                           config, ranks);
+    }();
+    r.loss.backward();  // outside autocast, as PyTorch's recipe: each op remembers its precision
     ranks.finish_gradient_sync();
     optimizer->step();
     {
@@ -338,6 +346,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   save_last();
   TrainSummary summary;
   summary.world_size = ranks.world_size();
+  summary.bf16 = options.bf16;
   summary.gradient_bytes = ranks.gradient_bytes();
   summary.optimizer_state_bytes = ranks.optimizer_state_bytes(*optimizer);
   if (!writer) {  // the other ranks are done: rank 0 evaluates and reports

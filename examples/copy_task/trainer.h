@@ -50,6 +50,10 @@ struct TrainOptions {
   double bucket_mb = 25;
   // With distributed: ZeRO-1, each rank keeps only its shard of Adam's state (1/N of it).
   bool zero1 = false;
+  // Mixed precision: each step's forward and loss under sg::AutocastGuard(sg::kBFloat16), so the
+  // products read bfloat16 operands and sum in float32; the weights, gradients and Adam stay
+  // float32 (docs/13b-mixed-precision.md). Evaluation and decoding stay float32.
+  bool bf16 = false;
 
   // Clear errors for --sync-every < 1, --resume with --overwrite, --bucket-mb <= 0, --zero1
   // without --distributed.
@@ -61,6 +65,7 @@ struct TrainSummary {
   double final_loss = 0;
   double train_seconds = 0, median_ms_per_step = 0;
   int world_size = 1;          // ranks that trained (1 without --distributed)
+  bool bf16 = false;           // the steps ran under autocast (--bf16)
   int64_t gradient_bytes = 0;  // all-reduced per step by each rank (0 without --distributed)
   // Bytes of optimizer state (Adam's moments) each rank holds at the end, in rank order.
   std::vector<int64_t> optimizer_state_bytes;

@@ -91,6 +91,27 @@ TEST(CopyTaskTraining, TinyReachesFullExactMatch) {
   fs::remove_all(dir);
 }
 
+TEST(CopyTaskTraining, TinyReachesFullExactMatchWithBf16) {
+  // --bf16: the same recipe with the forward and the loss under autocast. Where the CPU has no
+  // AVX512-BF16 the reference bfloat16 product runs: the same values, more slowly.
+  std::string dir = temp_dir("e2e_bf16");
+  Config c = Config::preset_named("tiny");
+  c.steps = 1000;
+  c.final_samples = 1000;
+  TrainOptions o;
+  o.out_dir = dir;
+  o.quiet = true;
+  o.bf16 = true;
+  o.metrics_json = dir + "/metrics.json";
+  TrainSummary s = train(c, o);
+  EXPECT_TRUE(s.bf16);
+  EXPECT_EQ(s.final_eval.exact_match, 1.0)
+      << "first perfect step " << s.first_perfect_step.value_or(-1);
+  std::ifstream in(dir + "/metrics.json");
+  EXPECT_EQ(nlohmann::json::parse(in).at("precision").get<std::string>(), "bfloat16 autocast");
+  fs::remove_all(dir);
+}
+
 TEST(CopyTaskTraining, ResumeReproducesAnUninterruptedRun) {
   Config c = Config::preset_named("tiny");
   c.batch = 16, c.steps = 40, c.eval_every = 10, c.eval_samples = 20, c.final_samples = 20;
@@ -162,6 +183,26 @@ TEST(CopyTaskTraining, SyncEveryChangesNoValue) {
   EXPECT_EQ(nlohmann::json::parse(md.at("history")).at("losses").size(), 40u);
   fs::remove_all(every);
   fs::remove_all(seventh);
+}
+
+TEST(CopyTaskOptions, Bf16StepsStayCloseToFloat32) {
+  // The same run with and without --bf16: the losses differ (the products read bfloat16
+  // operands, about 3 significant digits) but stay within 2% of each other over a few steps.
+  Config c = quick_config();
+  c.d_model = 64, c.d_ff = 128, c.batch = 16;
+  auto losses = [&](bool bf16) {
+    TrainOptions o = quick_options(bf16 ? "bf16" : "f32");
+    o.bf16 = bf16;
+    train(c, o);
+    auto md = sg::nn::load_safetensors(o.out_dir + "/last.safetensors").metadata;
+    fs::remove_all(o.out_dir);
+    return nlohmann::json::parse(md.at("history")).at("losses").get<std::vector<double>>();
+  };
+  const std::vector<double> f32 = losses(false), bf16 = losses(true);
+  ASSERT_EQ(f32.size(), bf16.size());
+  EXPECT_NE(f32, bf16);
+  for (size_t i = 0; i < f32.size(); ++i)
+    EXPECT_NEAR(bf16[i], f32[i], 0.02 * f32[i]) << "step " << i + 1;
 }
 
 TEST(CopyTaskOptions, SyncEveryMustBePositive) {
