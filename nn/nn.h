@@ -23,6 +23,7 @@
 #include "nn/multihead_attention.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/clip_grad.h"
+#include "nn/optim/exponential_moving_average.h"
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
 #include "nn/optim/sgd.h"

@@ -35,6 +35,13 @@ void Config::validate() const {
   SG_CHECK(
       eval_every > 0 && dev_words >= 0 && checkpoint_every >= 0 && train_words >= 0,
       "g2p: --eval-every must be positive; --dev-words, --checkpoint-every, --train-words >= 0");
+  SG_CHECK(ema == 0 || (ema > 0 && ema < 1),
+           "g2p: --ema must be a decay in (0, 1) (or 0: no moving average), got {}", ema);
+  check_range("g2p: --average-last", average_last, int64_t{0}, kMaxAverageLast);
+  SG_CHECK(average_last == 0 || checkpoint_every > 0,
+           "g2p: --average-last {} needs step checkpoints to average: --checkpoint-every must be "
+           "positive",
+           average_last);
 }
 
 sg::nn::TransformerOptions Config::model_options(int64_t letters, int64_t phonemes) const {
@@ -75,6 +82,8 @@ std::map<std::string, std::string> Config::to_map() const {
           {"eval_every", std::to_string(eval_every)},
           {"dev_words", std::to_string(dev_words)},
           {"checkpoint_every", std::to_string(checkpoint_every)},
+          {"ema", fmt::format("{}", ema)},
+          {"average_last", std::to_string(average_last)},
           {"seed", std::to_string(seed)},
           {"train_words", std::to_string(train_words)}};
 }
@@ -94,11 +103,15 @@ const std::vector<ConfigField>& Config::fields() {
       {"lr", "--lr", OnResume::kFixed},
       {"max_tokens", "--max-tokens", OnResume::kFixed},
       {"seed", "--seed", OnResume::kFixed},
+      // The average so far depends on every step: it cannot start or change halfway.
+      {"ema", "--ema", OnResume::kFixed},
       // With --schedule cosine, --steps also moves where the cosine ends.
       {"steps", "--steps", OnResume::kMayChange},
       {"eval_every", "--eval-every", OnResume::kMayChange},
       {"dev_words", "--dev-words", OnResume::kMayChange},
       {"checkpoint_every", "--checkpoint-every", OnResume::kMayChange},
+      // Only what is kept and averaged at the end: the newest K step checkpoints there are.
+      {"average_last", "--average-last", OnResume::kMayChange},
       // The data a resumed run reads is checked by what it holds (its number of pronunciations).
       {"train_words", "--train-words", OnResume::kMayChange}};
   return fields;
@@ -128,6 +141,9 @@ Config Config::from_map(const std::map<std::string, std::string>& v) {
   c.lr = v.contains("lr") ? real("lr") : 0.0;
   c.norm_first =
       v.contains("norm_first") && sg::train::parse_bool(get("norm_first"), what("norm_first"));
+  // ... and before the moving average and checkpoint averaging: neither.
+  c.ema = v.contains("ema") ? real("ema") : 0.0;
+  c.average_last = v.contains("average_last") ? integer("average_last") : 0;
   c.validate();
   return c;
 }

@@ -27,6 +27,14 @@ struct Config {
   double lr = 2e-3;         // the peak of "cosine"
   bool norm_first = false;  // false: post-LN (the paper); true: pre-LN
   int64_t eval_every = 5000, dev_words = 1000, checkpoint_every = 5000;
+  // A moving average of the weights (sg::optim::ExponentialMovingAverage, with torch_ema's
+  // warm-up of the decay), updated after every step: 0 = none, else its decay. With one, the dev
+  // evaluations, model.safetensors and the step checkpoints hold the average.
+  double ema = 0;
+  // At the end of training, the mean of the newest this many step checkpoints (written every
+  // checkpoint_every steps and at the last; sg::train::average_checkpoints), evaluated on dev and
+  // kept as model.safetensors if it is the best: 0 = none.
+  int64_t average_last = 0;
   uint64_t seed = 22;
   // Only the first this many training words (0 = all): for tests and quick looks.
   int64_t train_words = 0;
@@ -49,6 +57,7 @@ struct Config {
   // Upper bounds, the same for the command line, validate() and a checkpoint's config.
   static constexpr int64_t kMaxDModel = 4096, kMaxHeads = 256, kMaxLayers = 64, kMaxFfn = 65536;
   static constexpr int64_t kMaxSteps = 1'000'000'000, kMaxTokens = 1'000'000;
+  static constexpr int64_t kMaxAverageLast = 1000;
 };
 
 }  // namespace g2p

@@ -5,14 +5,18 @@
 //   g2p eval --checkpoint runs/g2p/model.safetensors --data .../cmudict.dict --beam 5
 //   g2p pronounce --checkpoint runs/g2p/model.safetensors tensor scratchgrad
 //   echo tensor | g2p pronounce --checkpoint runs/g2p/model.safetensors
+//   g2p tune --checkpoint runs/g2p/model.safetensors --beams 1,5 --length-penalties 0.6,1   (dev)
+//   g2p average --run runs/g2p --last 5 --out runs/g2p/averaged.safetensors
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
+#include "averaging.h"
 #include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
 #include "trainer.h"
@@ -37,16 +41,31 @@ int run_train(const Config& config, const TrainOptions& options, const std::stri
     fmt::print("no dev evaluation yet (one comes every --eval-every {} steps)\n",
                config.eval_every);
   } else {
-    fmt::print("best dev (greedy, {} words): WER {:.2f}%  PER {:.2f}% at step {}\n",
-               config.dev_words, 100 * s.best_dev.wer, 100 * s.best_dev.per, s.best_step);
+    fmt::print("best dev (greedy, {} words{}): WER {:.2f}%  PER {:.2f}% at step {}\n",
+               config.dev_words, config.ema > 0 ? ", the moving average" : "", 100 * s.best_dev.wer,
+               100 * s.best_dev.per, s.best_step);
+  }
+  if (!s.averaged_steps.empty()) {
+    fmt::print("mean of the checkpoints at steps {} (dev, greedy): WER {:.2f}%  PER {:.2f}%\n",
+               fmt::join(s.averaged_steps, ", "), 100 * s.averaged_dev.wer,
+               100 * s.averaged_dev.per);
   }
   if (!metrics.empty()) {
-    nlohmann::json j{
-        {"config", config.to_map()},        {"steps", s.steps},
-        {"first_loss", s.first_loss},       {"final_loss", s.final_loss},
-        {"train_seconds", s.train_seconds}, {"median_ms_per_step", s.median_ms_per_step},
-        {"best_dev_wer", s.best_dev.wer},   {"best_dev_per", s.best_dev.per},
-        {"best_step", s.best_step}};
+    nlohmann::json j{{"config", config.to_map()},
+                     {"steps", s.steps},
+                     {"first_loss", s.first_loss},
+                     {"final_loss", s.final_loss},
+                     {"train_seconds", s.train_seconds},
+                     {"median_ms_per_step", s.median_ms_per_step},
+                     {"best_dev_wer", s.best_dev.wer},
+                     {"best_dev_per", s.best_dev.per},
+                     {"best_step", s.best_step},
+                     {"evaluated_weights", config.ema > 0 ? "ema" : "trained"}};
+    if (!s.averaged_steps.empty()) {
+      j["averaged_steps"] = s.averaged_steps;
+      j["averaged_dev_wer"] = s.averaged_dev.wer;
+      j["averaged_dev_per"] = s.averaged_dev.per;
+    }
     for (const g2p::DevEvaluation& e : s.evals) {
       j["evals"].push_back(
           {{"step", e.step}, {"dev_wer", e.wer}, {"dev_per", e.per}, {"wall_seconds", e.seconds}});
@@ -56,18 +75,22 @@ int run_train(const Config& config, const TrainOptions& options, const std::stri
   return 0;
 }
 
-int run_eval(const std::string& checkpoint, const std::string& data, int64_t beam, int64_t limit,
-             const std::string& split_name, int64_t errors) {
-  Model model = load_model(checkpoint);
+int run_eval(const std::string& checkpoint, const std::string& data, int64_t beam,
+             double length_penalty, int64_t limit, const std::string& split_name, int64_t errors) {
+  const CheckpointFile file = read_checkpoint(checkpoint);
+  const Model& model = file.model;
+  fmt::print("{}: {}\n", checkpoint, describe_weights(file.checkpoint.metadata));
   Dataset d = load_dataset(data);
   const std::vector<Word>& words = split_name == "dev" ? d.dev : d.test;
   SG_CHECK(!words.empty(), "g2p eval: {} has no {} words", data, split_name);
   for (int64_t width : beam > 1 ? std::vector<int64_t>{1, beam} : std::vector<int64_t>{1}) {
-    ErrorRates r = evaluate(model, words, width, limit);
+    ErrorRates r = evaluate(model, words, width, limit, length_penalty);
+    const std::string decoding =
+        width == 1 ? "greedy" : fmt::format("beam {}, length penalty {}", width, length_penalty);
     fmt::print(
         "{} ({} words), {}: WER {:.2f}%  PER {:.2f}%  (without stress: WER {:.2f}%  PER {:.2f}%)\n",
-        split_name, r.words, width == 1 ? "greedy" : fmt::format("beam {}", width), 100 * r.wer,
-        100 * r.per, 100 * r.wer_without_stress, 100 * r.per_without_stress);
+        split_name, r.words, decoding, 100 * r.wer, 100 * r.per, 100 * r.wer_without_stress,
+        100 * r.per_without_stress);
   }
   // A few mistakes, to see what the model gets wrong.
   int64_t shown = 0;
@@ -75,7 +98,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
     std::vector<std::string> spellings;
     for (size_t i = first; i < std::min(words.size(), first + 64); ++i)
       spellings.push_back(words[i].spelling);
-    auto predicted = pronounce_in_batches(model, spellings, beam);
+    auto predicted = pronounce_in_batches(model, spellings, beam, 128, length_penalty);
     for (size_t i = 0; i < predicted.size() && shown < errors; ++i) {
       const auto& refs = words[first + i].pronunciations;
       if (std::find(refs.begin(), refs.end(), predicted[i]) != refs.end()) continue;
@@ -88,7 +111,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
 }
 
 int run_pronounce(const std::string& checkpoint, std::vector<std::string> words, int64_t beam,
-                  const std::string& attention) {
+                  double length_penalty, const std::string& attention) {
   Model model = load_model(checkpoint);
   if (words.empty()) {
     for (std::string line; std::getline(std::cin, line);) {
@@ -110,7 +133,7 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
       spellable.push_back(w);
     }
   }
-  const auto predicted = pronounce_in_batches(model, spellable, beam);
+  const auto predicted = pronounce_in_batches(model, spellable, beam, 128, length_penalty);
   for (size_t i = 0, next = 0; i < words.size(); ++i) {
     if (!problems[i]) fmt::print("{}  {}\n", words[i], fmt::join(predicted[next++], " "));
   }
@@ -118,6 +141,62 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
     write_attention_heatmap(model, spellable[0], attention);
   }
   return spellable.size() == words.size() ? 0 : 1;
+}
+
+// Every beam width with every length penalty (beam 1, greedy, has none), on dev words only: the
+// test split stays for the one final score.
+int run_tune(const std::string& checkpoint, const std::string& data,
+             const std::vector<int64_t>& beams, const std::vector<double>& penalties,
+             int64_t limit) {
+  Model model = load_model(checkpoint);
+  Dataset d = load_dataset(data);
+  SG_CHECK(!d.dev.empty(), "g2p tune: {} has no dev words", data);
+  struct Result {
+    int64_t beam;
+    double penalty;
+    ErrorRates rates;
+  };
+  std::optional<Result> best;
+  fmt::print("dev, {} words: beam  length penalty  WER      PER     (without stress: WER  PER)\n",
+             limit > 0 ? std::min<int64_t>(limit, static_cast<int64_t>(d.dev.size()))
+                       : static_cast<int64_t>(d.dev.size()));
+  for (int64_t beam : beams) {
+    for (double penalty : beam == 1 ? std::vector<double>{1.0} : penalties) {
+      const ErrorRates r = evaluate(model, d.dev, beam, limit, penalty);
+      fmt::print("{:>21}  {:>14}  {:6.2f}%  {:6.2f}%  {:6.2f}%  {:6.2f}%\n", beam,
+                 beam == 1 ? "-" : fmt::format("{}", penalty), 100 * r.wer, 100 * r.per,
+                 100 * r.wer_without_stress, 100 * r.per_without_stress);
+      std::fflush(stdout);
+      if (!best || r.wer < best->rates.wer || (r.wer == best->rates.wer && r.per < best->rates.per))
+        best = Result{beam, penalty, r};
+    }
+  }
+  fmt::print("lowest dev WER: --beam {} --length-penalty {} (WER {:.2f}%  PER {:.2f}%)\n",
+             best->beam, best->penalty, 100 * best->rates.wer, 100 * best->rates.per);
+  return 0;
+}
+
+int run_average(std::vector<std::string> paths, const std::string& run_dir, int64_t last,
+                const std::string& out) {
+  SG_CHECK(paths.empty() != run_dir.empty(),
+           "g2p average: give either checkpoints or --run (with --last), not {}",
+           paths.empty() ? "neither" : "both");
+  if (paths.empty()) {
+    paths = newest_step_checkpoints(run_dir, last);
+    SG_CHECK(!paths.empty(),
+             "g2p average: {} has no step checkpoints (checkpoint-<step>.safetensors: train with "
+             "--average-last K)",
+             run_dir);
+  }
+  for (const std::string& p : paths) {
+    SG_CHECK(!std::filesystem::exists(out) || !std::filesystem::equivalent(out, p),
+             "g2p average: --out {} is one of the checkpoints averaged; write the mean elsewhere",
+             out);
+  }
+  const AveragedModel averaged = average_models(paths);
+  sg::train::save_checkpoint(out, *averaged.model.transformer, nullptr, averaged.metadata);
+  fmt::print("{}: {}\n", out, describe_weights(averaged.metadata));
+  return 0;
 }
 
 }  // namespace
@@ -168,24 +247,37 @@ int main(int argc, char** argv) {
                    "use only the first N training words (0 = all)")
       ->check(integer_in(0, Config::kMaxSteps));
   train_cmd->add_option("--seed", config.seed, "random seed");
+  train_cmd->add_option("--ema", config.ema,
+                        "keep a moving average of the weights with this decay (e.g. 0.999) and "
+                        "evaluate and save it instead of them (0 = none)");
+  train_cmd
+      ->add_option("--average-last", config.average_last,
+                   "save the model every --checkpoint-every steps, keep the newest K, and at the "
+                   "end evaluate their mean (0 = none)")
+      ->check(integer_in(0, Config::kMaxAverageLast));
   train_cmd
       ->add_option("--stop-after", options.stop_after,
                    "stop at this step (resume later with --resume)")
       ->check(integer_in(0, Config::kMaxSteps));
   train_cmd->add_flag("--resume", options.resume,
                       "continue the run in --out, with the same configuration (only --steps, "
-                      "--eval-every, --dev-words, --checkpoint-every and --train-words may "
-                      "change)");
+                      "--eval-every, --dev-words, --checkpoint-every, --average-last and "
+                      "--train-words may change)");
   train_cmd->add_flag("--overwrite", options.overwrite, "replace the run in --out");
   train_cmd->add_flag("--quiet", options.quiet, "no progress output");
   train_cmd->add_option("--metrics-json", metrics, "write the final metrics here");
 
   std::string checkpoint = "runs/g2p/model.safetensors", data = default_data_path(), split = "test";
   int64_t beam = 5, limit = 0, errors = 10;
+  double length_penalty = 1.0;
   auto* eval_cmd = app.add_subcommand("eval", "WER and PER on the test (or dev) split");
   eval_cmd->add_option("--checkpoint", checkpoint, "model.safetensors of a run");
   eval_cmd->add_option("--data", data, "cmudict.dict");
   eval_cmd->add_option("--beam", beam, "beam size (1 = greedy only)")->check(CLI::Range(1, 64));
+  eval_cmd
+      ->add_option("--length-penalty", length_penalty,
+                   "beam search ranks log P / length^this (0: by probability; 1: per phoneme)")
+      ->check(CLI::Range(0.0, 100.0));
   eval_cmd->add_option("--limit", limit, "only the first N words (0 = all)")
       ->check(CLI::NonNegativeNumber);
   eval_cmd->add_option("--split", split, "test | dev")->check(CLI::IsMember({"test", "dev"}));
@@ -198,15 +290,48 @@ int main(int argc, char** argv) {
   pronounce_cmd->add_option("--checkpoint", checkpoint, "model.safetensors of a run");
   pronounce_cmd->add_option("--beam", pronounce_beam, "beam size (1 = greedy)")
       ->check(CLI::Range(1, 64));
+  pronounce_cmd->add_option("--length-penalty", length_penalty, "as for eval")
+      ->check(CLI::Range(0.0, 100.0));
   pronounce_cmd->add_option("--attention", attention,
                             "write the first word's attention heatmap (SVG) here");
   pronounce_cmd->add_option("words", words, "words (default: one or more per line on stdin)");
 
+  std::vector<int64_t> beams = {1, 3, 5, 8};
+  std::vector<double> penalties = {0.6, 0.8, 1.0, 1.2, 1.5};
+  int64_t tune_limit = 0;
+  auto* tune_cmd = app.add_subcommand(
+      "tune", "dev WER of every --beams with every --length-penalties (dev only: tune there)");
+  tune_cmd->add_option("--checkpoint", checkpoint, "model.safetensors of a run");
+  tune_cmd->add_option("--data", data, "cmudict.dict");
+  tune_cmd->add_option("--beams", beams, "beam sizes, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
+  tune_cmd->add_option("--length-penalties", penalties, "length penalties, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 100.0));
+  tune_cmd->add_option("--limit", tune_limit, "only the first N dev words (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+
+  std::vector<std::string> averaged_paths;
+  std::string run_dir, averaged_out;
+  int64_t average_last = 5;
+  auto* average_cmd =
+      app.add_subcommand("average", "the mean of several checkpoints' weights, as one model");
+  average_cmd->add_option("checkpoints", averaged_paths, "checkpoints of one model, newest last");
+  average_cmd->add_option("--run", run_dir, "or: a run directory, for its step checkpoints");
+  average_cmd->add_option("--last", average_last, "with --run: the newest this many")
+      ->check(integer_in(1, Config::kMaxAverageLast));
+  average_cmd->add_option("--out", averaged_out, "the averaged model (a g2p checkpoint)")
+      ->required();
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*train_cmd) return run_train(config, options, metrics);
-    if (*eval_cmd) return run_eval(checkpoint, data, beam, limit, split, errors);
-    if (*pronounce_cmd) return run_pronounce(checkpoint, words, pronounce_beam, attention);
+    if (*eval_cmd) return run_eval(checkpoint, data, beam, length_penalty, limit, split, errors);
+    if (*pronounce_cmd)
+      return run_pronounce(checkpoint, words, pronounce_beam, length_penalty, attention);
+    if (*tune_cmd) return run_tune(checkpoint, data, beams, penalties, tune_limit);
+    if (*average_cmd) return run_average(averaged_paths, run_dir, average_last, averaged_out);
   } catch (const std::exception& e) {
     fmt::print(stderr, "g2p: error: {}\n", e.what());
     return 1;

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
+#include "averaging.h"
 #include "nn/atomic_file.h"
 #include "nn/train/heatmap.h"
 #include "nn/train/line_chart.h"
@@ -31,7 +33,8 @@ void write_plots(const sg::train::History& h, const std::string& dir) {
 }  // namespace
 
 std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::string>& words,
-                                                       int64_t beam_size) const {
+                                                       int64_t beam_size,
+                                                       double length_penalty) const {
   sg::NoGradGuard no_grad;
   transformer->eval();
   Tensor src = encode_words(words, letters);
@@ -41,7 +44,8 @@ std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::st
   if (beam_size <= 1) {
     ids = sg::nn::greedy_search(*transformer, src, g);
   } else {
-    for (auto& beams : sg::nn::beam_search(*transformer, src, g, {.beam_size = beam_size}))
+    const sg::nn::BeamSearchOptions beam{.beam_size = beam_size, .length_penalty = length_penalty};
+    for (auto& beams : sg::nn::beam_search(*transformer, src, g, beam))
       ids.push_back(beams.front().tokens);
   }
   std::vector<std::vector<std::string>> out;
@@ -57,26 +61,27 @@ Model load_model(const std::string& checkpoint) {
 
 std::vector<std::vector<std::string>> pronounce_in_batches(const Model& model,
                                                            const std::vector<std::string>& words,
-                                                           int64_t beam_size, size_t batch) {
+                                                           int64_t beam_size, size_t batch,
+                                                           double length_penalty) {
   SG_CHECK(batch > 0, "pronounce_in_batches: batch must be positive");
   std::vector<std::vector<std::string>> out;
   for (size_t first = 0; first < words.size(); first += batch) {
     const auto last =
         words.begin() + static_cast<std::ptrdiff_t>(std::min(words.size(), first + batch));
-    auto predicted =
-        model.pronounce({words.begin() + static_cast<std::ptrdiff_t>(first), last}, beam_size);
+    auto predicted = model.pronounce({words.begin() + static_cast<std::ptrdiff_t>(first), last},
+                                     beam_size, length_penalty);
     for (auto& p : predicted) out.push_back(std::move(p));
   }
   return out;
 }
 
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
-                    int64_t limit) {
+                    int64_t limit, double length_penalty) {
   const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
   sg::data::ErrorRates rates, rates_without_stress;
   std::vector<std::string> spellings;
   for (size_t i = 0; i < n; ++i) spellings.push_back(words[i].spelling);
-  const auto predicted = pronounce_in_batches(model, spellings, beam_size);
+  const auto predicted = pronounce_in_batches(model, spellings, beam_size, 128, length_penalty);
   for (size_t i = 0; i < predicted.size(); ++i) {
     const auto& references = words[i].pronunciations;
     rates.add(predicted[i], references);
@@ -148,10 +153,25 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   }
   sg::optim::Adam optimizer(model.transformer->parameters(),
                             {.lr = config.base_lr(), .betas = {0.9, 0.98}, .eps = 1e-9});
+  // The moving average starts as a copy of the initial weights (or is read back on resume).
+  std::optional<sg::optim::ExponentialMovingAverage> ema;
+  if (config.ema > 0)
+    ema.emplace(*model.transformer,
+                sg::optim::ExponentialMovingAverageOptions{.decay = config.ema});
   if (options.resume) {
     sg::train::restore_optimizer(last, optimizer);  // the model was loaded by read_checkpoint
+    if (ema) sg::train::restore_ema(last, *ema);
     sg::default_generator().set_state(state.global_rng);
+    run.remove_steps_after(state.step);  // written after last.safetensors by a killed run
   }
+  // Evaluation, model.safetensors and the step checkpoints see the average, if any: swapped in
+  // and back, bit for bit, so training goes on from its own weights.
+  const std::string evaluated_weights = ema ? "ema" : "trained";
+  auto with_evaluated_weights = [&](const auto& f) {
+    if (ema) ema->swap(*model.transformer);
+    f();
+    if (ema) ema->swap(*model.transformer);
+  };
   // The lr of the next update, from the optimizer's step count (restored by a resume).
   const std::unique_ptr<sg::optim::LRScheduler> schedule = config.make_schedule(optimizer);
   std::vector<sg::data::SequencePair> pairs =
@@ -174,7 +194,20 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     state.history.totals["seconds"] = elapsed_seconds();
     state.loader = loader.position();
     state.global_rng = sg::default_generator().state();
-    run.save_last(*model.transformer, optimizer, metadata_for(model, state));
+    run.save_last(*model.transformer, optimizer, metadata_with_weights(model, state, "trained"),
+                  ema ? &*ema : nullptr);
+  };
+  // A step checkpoint for --average-last, written before last.safetensors (Note in
+  // RunDirectory::remove_steps_after).
+  auto save_step = [&] {
+    if (config.average_last == 0) return;
+    state.history.totals["seconds"] = elapsed_seconds();
+    state.loader = loader.position();
+    state.global_rng = sg::default_generator().state();
+    with_evaluated_weights([&] {
+      run.save_step(state.step, *model.transformer,
+                    metadata_with_weights(model, state, evaluated_weights), config.average_last);
+    });
   };
 
   const int64_t end =
@@ -199,6 +232,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                                         Vocabulary::kPad, config.label_smoothing);
     loss.backward();
     optimizer.step();
+    if (ema) ema->update(*model.transformer);
     const double loss_value = loss.item<double>();
     SG_CHECK(std::isfinite(loss_value),
              "step {}: the training loss is {}; training stopped (lower --lr-factor or raise "
@@ -217,7 +251,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     }
 
     if (state.step % config.eval_every == 0 || state.step == config.steps) {
-      ErrorRates dev = evaluate(model, data.dev, 1, config.dev_words);
+      ErrorRates dev;
+      with_evaluated_weights([&] { dev = evaluate(model, data.dev, 1, config.dev_words); });
       model.transformer->train();
       state.history.add_evaluation(
           state.step,
@@ -228,21 +263,53 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
         state.best_wer = dev.wer, state.best_per = dev.per, state.best_step = state.step;
         state.loader = loader.position();
         state.global_rng = sg::default_generator().state();
-        sg::train::save_checkpoint(run.best(), *model.transformer, nullptr,
-                                   metadata_for(model, state));
+        with_evaluated_weights([&] {
+          sg::train::save_checkpoint(run.best(), *model.transformer, nullptr,
+                                     metadata_with_weights(model, state, evaluated_weights));
+        });
       }
       if (!options.quiet)
         progress.message(fmt::format("step {:>6}  dev WER {:5.2f}%  PER {:5.2f}% ({} words){}",
                                      state.step, 100 * dev.wer, 100 * dev.per, dev.words,
                                      best ? "  (best so far: saved)" : ""));
     }
-    if (config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0) save_last();
+    if (config.checkpoint_every > 0) {
+      const bool every = state.step % config.checkpoint_every == 0;
+      if (every || state.step == config.steps) save_step();  // the last one is averaged too
+      if (every) save_last();
+    }
     schedule->step();  // the lr of the next update
   }
   progress.finish();
   TrainSummary summary;
   summary.train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (config.average_last > 0 && state.step == config.steps) {
+    // The mean of the newest step checkpoints: evaluated as the others were, and the model of the
+    // run if it is the best (its state then says so, for a run resumed to train longer).
+    AveragedModel averaged =
+        average_models(newest_step_checkpoints(options.out_dir, config.average_last));
+    summary.averaged_steps = averaged.steps;
+    summary.averaged_dev = evaluate(averaged.model, data.dev, 1, config.dev_words);
+    averaged.metadata["dev_wer"] = fmt::format("{}", summary.averaged_dev.wer);
+    averaged.metadata["dev_per"] = fmt::format("{}", summary.averaged_dev.per);
+    sg::train::save_checkpoint(run.averaged(), *averaged.model.transformer, nullptr,
+                               averaged.metadata);
+    const bool best = summary.averaged_dev.wer <= state.best_wer;
+    if (best) {
+      state.best_wer = summary.averaged_dev.wer, state.best_per = summary.averaged_dev.per;
+      state.best_step = state.step;
+      averaged.metadata["best_wer"] = fmt::format("{}", state.best_wer);
+      averaged.metadata["best_per"] = fmt::format("{}", state.best_per);
+      averaged.metadata["best_step"] = std::to_string(state.best_step);
+      sg::train::save_checkpoint(run.best(), *averaged.model.transformer, nullptr,
+                                 averaged.metadata);
+    }
+    if (!options.quiet)
+      fmt::print(stderr, "mean of the checkpoints at steps {}: dev WER {:5.2f}%  PER {:5.2f}%{}\n",
+                 fmt::join(summary.averaged_steps, ", "), 100 * summary.averaged_dev.wer,
+                 100 * summary.averaged_dev.per, best ? "  (the best: model.safetensors)" : "");
+  }
   save_last();
   write_plots(state.history, options.out_dir);
   if (fs::exists(run.best())) {

@@ -3,10 +3,14 @@
 // One step: a batch from the bucketing loader (words of similar length, at most max_tokens
 // padded tokens), teacher forcing (the decoder reads <bos> p1 .. pn and must predict p1 .. pn
 // <eos>), label-smoothed cross-entropy ignoring padding, Adam with a cosine (or Noam) schedule
-// (sg::optim::WarmupCosineLR, NoamLR). Every eval_every steps: greedy WER/PER on dev words; the
-// best model by dev WER is model.safetensors. last.safetensors holds everything --resume needs:
-// the model, the optimizer ("optimizer.*"), the loader's position, the dropout generator's state
-// and the history, in one file (sg::train::RunDirectory).
+// (sg::optim::WarmupCosineLR, NoamLR), and with --ema a moving average of the weights updated
+// after the step. Every eval_every steps: greedy WER/PER on dev words (of the average, with
+// --ema); the best model by dev WER is model.safetensors. last.safetensors holds everything
+// --resume needs: the model, the optimizer ("optimizer.*"), the moving average ("ema.*"), the
+// loader's position, the dropout generator's state and the history, in one file
+// (sg::train::RunDirectory). With --average-last K the evaluated weights are also saved every
+// checkpoint_every steps (the newest K kept), and at the end their mean is evaluated, saved as
+// averaged.safetensors, and becomes model.safetensors if its dev WER is the best.
 #pragma once
 
 #include <memory>
@@ -43,6 +47,9 @@ struct TrainSummary {
   double train_seconds = 0, median_ms_per_step = 0;
   ErrorRates best_dev;
   int64_t best_step = 0;
+  // With --average-last: the steps averaged at the end and the mean's dev error rates (greedy).
+  std::vector<int64_t> averaged_steps;
+  ErrorRates averaged_dev;
   std::vector<double> losses;  // every step's, from step 1 (resumed runs included)
   std::vector<DevEvaluation> evals;
 };
@@ -56,9 +63,11 @@ struct Model {
   std::shared_ptr<sg::nn::Transformer> transformer;
 
   // Pronunciations of the words (lower case, each one the model can spell: unspellable()), in
-  // one batch: greedy when beam_size is 1.
+  // one batch: greedy when beam_size is 1, else beam search ranking finished hypotheses by
+  // log P / length^length_penalty (sg::nn::BeamSearchOptions).
   std::vector<std::vector<std::string>> pronounce(const std::vector<std::string>& words,
-                                                  int64_t beam_size = 1) const;
+                                                  int64_t beam_size = 1,
+                                                  double length_penalty = 1.0) const;
 };
 Model load_model(const std::string& checkpoint);
 
@@ -66,11 +75,12 @@ Model load_model(const std::string& checkpoint);
 // times beam_size): what `eval` and `pronounce` decode with.
 std::vector<std::vector<std::string>> pronounce_in_batches(const Model& model,
                                                            const std::vector<std::string>& words,
-                                                           int64_t beam_size, size_t batch = 128);
+                                                           int64_t beam_size, size_t batch = 128,
+                                                           double length_penalty = 1.0);
 
 // WER/PER of the model on `words` (all of them when limit is 0), decoded in batches.
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
-                    int64_t limit = 0);
+                    int64_t limit = 0, double length_penalty = 1.0);
 
 // The cross-attention of the last decoder layer, averaged over heads, for one word: rows are the
 // predicted phonemes, columns the letters. Written as an SVG heatmap.

@@ -18,10 +18,22 @@ int64_t Checkpoint::model_values() const {
 }
 
 void save_checkpoint(const std::string& path, const nn::Module& model,
-                     const optim::Optimizer* optimizer, const nn::Metadata& metadata) {
+                     const optim::Optimizer* optimizer, const nn::Metadata& metadata,
+                     const optim::ExponentialMovingAverage* ema) {
   nn::NamedTensors unit = model.state_dict();
+  for (const auto& [name, _] : unit) {
+    for (const char* prefix : {kOptimizerPrefix, kEmaPrefix}) {
+      SG_CHECK(!name.starts_with(prefix),
+               "save_checkpoint: the model's tensor '{}' starts with '{}', which a checkpoint "
+               "keeps for the optimizer and the moving average; rename that submodule",
+               name, prefix);
+    }
+  }
   if (optimizer) {
     for (const auto& [name, t] : optimizer->state()) unit.emplace_back(kOptimizerPrefix + name, t);
+  }
+  if (ema) {
+    for (const auto& [name, t] : ema->state()) unit.emplace_back(kEmaPrefix + name, t);
   }
   nn::save_safetensors(path, unit, metadata);
 }
@@ -29,18 +41,22 @@ void save_checkpoint(const std::string& path, const nn::Module& model,
 Checkpoint read_checkpoint(const std::string& path) {
   SG_CHECK(fs::exists(path), "checkpoint {} does not exist", path);
   nn::SafetensorsFile file = nn::load_safetensors(path);
-  Checkpoint c{path, {}, {}, std::move(file.metadata), path};
-  const std::string prefix = kOptimizerPrefix;
+  Checkpoint c{path, {}, {}, std::move(file.metadata), path, {}};
+  const std::string optimizer_prefix = kOptimizerPrefix, ema_prefix = kEmaPrefix;
   for (auto& [name, t] : file.tensors) {
-    if (name.starts_with(prefix)) {
-      c.optimizer.emplace_back(name.substr(prefix.size()), t);
+    if (name.starts_with(optimizer_prefix)) {
+      c.optimizer.emplace_back(name.substr(optimizer_prefix.size()), t);
+    } else if (name.starts_with(ema_prefix)) {
+      c.ema.emplace_back(name.substr(ema_prefix.size()), t);
     } else {
       c.model.emplace_back(name, t);
     }
   }
-  if (auto bad = first_non_finite(c.model)) {
-    SG_FAIL("checkpoint {}: tensor '{}' holds infinities or NaNs (saved from a diverged run?)",
-            path, *bad);
+  for (const auto& [part, tensors] : {std::pair{"", &c.model}, std::pair{"ema.", &c.ema}}) {
+    if (auto bad = first_non_finite(*tensors)) {
+      SG_FAIL("checkpoint {}: tensor '{}{}' holds infinities or NaNs (saved from a diverged run?)",
+              path, part, *bad);
+    }
   }
   return c;
 }
@@ -85,6 +101,15 @@ void restore_optimizer(const Checkpoint& c, optim::Optimizer& optimizer) {
     optimizer.load_state(c.optimizer);
   } catch (const sg::Error& e) {
     SG_FAIL("--resume: the optimizer state in {} does not match: {}", c.optimizer_path, e.what());
+  }
+}
+
+void restore_ema(const Checkpoint& c, optim::ExponentialMovingAverage& ema) {
+  SG_CHECK(!c.ema.empty(), "--resume: {} holds no moving average of the weights", c.path);
+  try {
+    ema.load_state(c.ema);
+  } catch (const sg::Error& e) {
+    SG_FAIL("--resume: the moving average in {} does not match: {}", c.path, e.what());
   }
 }
 

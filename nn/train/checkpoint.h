@@ -1,9 +1,9 @@
 // The one-file checkpoint of a training run: the model's tensors, the optimizer's state (tensors
-// named "optimizer.<name>") and the run's metadata in one safetensors file, written atomically, so
-// weights and optimizer always come from the same step. Reading checks a file before any model is
-// built from it.
+// named "optimizer.<name>"), a moving average of the weights if the run keeps one ("ema.<name>")
+// and the run's metadata in one safetensors file, written atomically, so weights, optimizer and
+// average always come from the same step. Reading checks a file before any model is built from it.
 //
-//   sg::train::save_checkpoint(dir + "/last.safetensors", model, &optimizer, metadata);
+//   sg::train::save_checkpoint(dir + "/last.safetensors", model, &optimizer, metadata, &ema);
 //   sg::train::Checkpoint c = sg::train::read_checkpoint(path);   // exists, finite, split
 //   sg::train::check_fits(c, config.model_options());   // before building: sizes vs the file
 //   sg::train::restore(c, model, &optimizer);
@@ -14,14 +14,17 @@
 #include <string>
 
 #include "nn/module.h"
+#include "nn/optim/exponential_moving_average.h"
 #include "nn/optim/optimizer.h"
 #include "nn/safetensors.h"
 #include "nn/transformer_options.h"
 
 namespace sg::train {
 
-// The optimizer's state sits beside the model's under this prefix.
+// The optimizer's state and the moving average sit beside the model's tensors under these
+// prefixes (a model tensor may not start with either).
 inline constexpr const char* kOptimizerPrefix = "optimizer.";
+inline constexpr const char* kEmaPrefix = "ema.";
 
 struct Checkpoint {
   std::string path;
@@ -29,16 +32,18 @@ struct Checkpoint {
   nn::NamedTensors optimizer;  // the optimizer's state, prefix removed (none in a model-only file)
   nn::Metadata metadata;
   std::string optimizer_path;    // where the optimizer state came from (path, or an older file)
+  nn::NamedTensors ema;          // the moving average's state, prefix removed (none without one)
   int64_t model_values() const;  // elements of all the model's tensors
 };
 
-// Writes model.state_dict(), the optimizer's state (when given) and the metadata in one file,
-// atomically (a crash leaves the old file or the new one).
+// Writes model.state_dict(), the optimizer's state and the moving average's (each when given) and
+// the metadata in one file, atomically (a crash leaves the old file or the new one).
 void save_checkpoint(const std::string& path, const nn::Module& model,
-                     const optim::Optimizer* optimizer, const nn::Metadata& metadata);
+                     const optim::Optimizer* optimizer, const nn::Metadata& metadata,
+                     const optim::ExponentialMovingAverage* ema = nullptr);
 
 // Reads a checkpoint and checks it: it exists, is a valid safetensors file, and no tensor of the
-// model holds an infinity or a NaN (a file saved from a diverged run).
+// model or of the moving average holds an infinity or a NaN (a file saved from a diverged run).
 Checkpoint read_checkpoint(const std::string& path);
 
 // A lower bound on the values in a Transformer's state (parameters and buffers), computed without
@@ -55,6 +60,8 @@ void check_fits(const Checkpoint& checkpoint, const nn::TransformerOptions& opti
 void restore(const Checkpoint& checkpoint, nn::Module& model, optim::Optimizer* optimizer);
 // The optimizer's part alone (for a model already loaded): its state must be there.
 void restore_optimizer(const Checkpoint& checkpoint, optim::Optimizer& optimizer);
+// The moving average's part: its state must be there, for an average of the same decay.
+void restore_ema(const Checkpoint& checkpoint, optim::ExponentialMovingAverage& ema);
 
 // The name of the first floating-point tensor holding an infinity or a NaN, if any.
 std::optional<std::string> first_non_finite(const nn::NamedTensors& tensors);

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
@@ -21,7 +22,9 @@ void RunDirectory::prepare(bool resume, bool overwrite) const {
   fs::create_directories(dir_);
   remove_stale_temporaries(dir_);
   if (resume) return;
-  for (const std::string& path : {last(), best(), legacy_optimizer()}) {
+  std::vector<std::string> files{last(), best(), legacy_optimizer(), averaged()};
+  for (const auto& [_, path] : step_checkpoints()) files.push_back(path);
+  for (const std::string& path : files) {
     if (!fs::exists(path)) continue;
     SG_CHECK(overwrite,
              "{} already holds a run ({}): pass --resume to continue it or --overwrite to start "
@@ -51,9 +54,50 @@ Checkpoint RunDirectory::read_last() const {
 }
 
 void RunDirectory::save_last(const nn::Module& model, const optim::Optimizer& optimizer,
-                             const nn::Metadata& metadata) const {
-  save_checkpoint(last(), model, &optimizer, metadata);
+                             const nn::Metadata& metadata,
+                             const optim::ExponentialMovingAverage* ema) const {
+  save_checkpoint(last(), model, &optimizer, metadata, ema);
   fs::remove(legacy_optimizer());  // an older version's optimizer file, superseded now
+}
+
+std::string RunDirectory::step_checkpoint(int64_t step) const {
+  SG_CHECK(step >= 0, "RunDirectory: a step checkpoint's step must be >= 0, got {}", step);
+  return fmt::format("{}/checkpoint-{}.safetensors", dir_, step);
+}
+
+std::vector<std::pair<int64_t, std::string>> RunDirectory::step_checkpoints() const {
+  std::vector<std::pair<int64_t, std::string>> out;
+  if (!fs::is_directory(dir_)) return out;
+  const std::string prefix = "checkpoint-", suffix = ".safetensors";
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix) || !name.ends_with(suffix) || !entry.is_regular_file()) continue;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + name.size() - suffix.size();
+    int64_t step = -1;
+    auto [end, ec] = std::from_chars(first, last, step);
+    // Only the names step_checkpoint writes: "checkpoint-007.safetensors" is someone else's.
+    if (ec != std::errc() || end != last || step < 0 ||
+        name != fmt::format("{}{}{}", prefix, step, suffix))
+      continue;
+    out.emplace_back(step, entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void RunDirectory::save_step(int64_t step, const nn::Module& model, const nn::Metadata& metadata,
+                             int64_t keep) const {
+  SG_CHECK(keep >= 1, "RunDirectory::save_step: keep must be >= 1, got {}", keep);
+  save_checkpoint(step_checkpoint(step), model, nullptr, metadata);
+  const auto steps = step_checkpoints();
+  for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i) fs::remove(steps[i].second);
+}
+
+void RunDirectory::remove_steps_after(int64_t step) const {
+  for (const auto& [s, path] : step_checkpoints()) {
+    if (s > step) fs::remove(path);
+  }
 }
 
 void remove_stale_temporaries(const std::string& dir) {

@@ -1,6 +1,10 @@
 // A training run's directory and the files it keeps there:
-//   model.safetensors   the best model so far (eval and decode read it)
-//   last.safetensors    the latest state, everything --resume needs (model, optimizer, metadata)
+//   model.safetensors              the best model so far (eval and decode read it)
+//   last.safetensors               the latest state, everything --resume needs (model, optimizer,
+//                                  moving average, metadata)
+//   checkpoint-<step>.safetensors  the model every so many steps, the newest few kept, for
+//                                  averaging (average_checkpoints.h)
+//   averaged.safetensors           their average
 // Training refuses to start over an existing run unless told to continue it (--resume) or to
 // replace it (--overwrite), and removes the temporary files of writers that were killed.
 //
@@ -10,7 +14,10 @@
 //   ... run.save_last(model, optimizer, metadata);
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nn/train/checkpoint.h"
 
@@ -22,6 +29,8 @@ class RunDirectory {
   const std::string& path() const { return dir_; }
   std::string best() const { return dir_ + "/model.safetensors"; }
   std::string last() const { return dir_ + "/last.safetensors"; }
+  std::string step_checkpoint(int64_t step) const;  // checkpoint-<step>.safetensors
+  std::string averaged() const { return dir_ + "/averaged.safetensors"; }
   // Where versions before the one-file checkpoint kept the optimizer's state.
   std::string legacy_optimizer() const { return dir_ + "/last.optim.safetensors"; }
 
@@ -34,7 +43,18 @@ class RunDirectory {
   Checkpoint read_last() const;
   // Writes last.safetensors (one file) and removes an older version's optimizer file.
   void save_last(const nn::Module& model, const optim::Optimizer& optimizer,
-                 const nn::Metadata& metadata) const;
+                 const nn::Metadata& metadata,
+                 const optim::ExponentialMovingAverage* ema = nullptr) const;
+
+  // The step checkpoints in the directory, (step, path), oldest first.
+  std::vector<std::pair<int64_t, std::string>> step_checkpoints() const;
+  // Writes the model (no optimizer) as step_checkpoint(step), then removes all step checkpoints
+  // but the newest `keep` (fairseq's --keep-last-epochs).
+  void save_step(int64_t step, const nn::Module& model, const nn::Metadata& metadata,
+                 int64_t keep) const;
+  // Removes the step checkpoints after `step`: a resumed run rewrites them, and one written
+  // after its last.safetensors by a run that was then killed must not be averaged twice over.
+  void remove_steps_after(int64_t step) const;
 
  private:
   std::string dir_;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "nn/linear.h"
@@ -99,6 +100,24 @@ TEST(TrainCheckpoint, RestoreNamesTheFileAndLeavesAMismatchedOptimizerAsItWas) {
   EXPECT_EQ(fewer.step_count(), 0);
   nn::Linear wider(4, 2);
   EXPECT_SG_ERROR(restore(c, wider, nullptr), "last.safetensors");
+}
+
+TEST(TrainCheckpoint, ModelNamesThatTheOptimizerOrTheAverageUseAreRefused) {
+  TempDir dir;
+  class Named : public nn::Module {
+   public:
+    explicit Named(const std::string& child) : Module("Named") {
+      register_module(child, std::make_shared<nn::Linear>(2, 2));
+    }
+  };
+  EXPECT_SG_ERROR(save_checkpoint(dir / "a.safetensors", Named("ema"), nullptr, {}),
+                  "save_checkpoint: the model's tensor 'ema.weight' starts with 'ema.', which a "
+                  "checkpoint keeps for the optimizer and the moving average; rename that "
+                  "submodule");
+  EXPECT_SG_ERROR(save_checkpoint(dir / "a.safetensors", Named("optimizer"), nullptr, {}),
+                  "'optimizer.weight' starts with 'optimizer.'");
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.safetensors"));
+  EXPECT_NO_THROW(save_checkpoint(dir / "a.safetensors", Named("emas"), nullptr, {}));
 }
 
 }  // namespace

@@ -84,5 +84,46 @@ TEST(TrainRunDirectory, AnOlderVersionsPairResumesOnlyFromOneStep) {
   EXPECT_SG_ERROR(run.read_last(), "--resume: " + run.last() + " holds no optimizer state");
 }
 
+TEST(TrainRunDirectory, StepCheckpointsKeepTheNewestAndBelongToTheRun) {
+  TempDir dir;
+  RunDirectory run(dir / "run");
+  run.prepare(false, false);
+  nn::Linear fc(2, 1);
+  optim::SGD opt(fc.parameters(), {.lr = 0.1});
+  EXPECT_TRUE(run.step_checkpoints().empty());
+  for (int64_t step : {5, 10, 15, 20}) run.save_step(step, fc, {{"step", std::to_string(step)}}, 3);
+  // Numeric order (checkpoint-5 before checkpoint-10); the oldest beyond 3 removed.
+  auto steps = run.step_checkpoints();
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].first, 10);
+  EXPECT_EQ(steps[0].second, run.step_checkpoint(10));
+  EXPECT_EQ(steps[2].first, 20);
+  EXPECT_FALSE(fs::exists(run.step_checkpoint(5)));
+  EXPECT_EQ(read_checkpoint(run.step_checkpoint(20)).metadata.at("step"), "20");
+  EXPECT_TRUE(read_checkpoint(run.step_checkpoint(20)).optimizer.empty());  // the model only
+  // Names that step_checkpoint does not write are someone else's.
+  write_bytes(dir / "run/checkpoint-007.safetensors", "x");
+  write_bytes(dir / "run/checkpoint-x.safetensors", "x");
+  EXPECT_EQ(run.step_checkpoints().size(), 3u);
+  run.remove_steps_after(10);
+  steps = run.step_checkpoints();
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].first, 10);
+  // They are part of the run: refused without --resume, removed by --overwrite with the average.
+  EXPECT_SG_ERROR(run.prepare(false, false),
+                  "already holds a run (" + run.step_checkpoint(10) + ")");
+  write_bytes(run.averaged(), "x");
+  run.prepare(false, true);
+  EXPECT_TRUE(run.step_checkpoints().empty());
+  EXPECT_FALSE(fs::exists(run.averaged()));
+  EXPECT_TRUE(fs::exists(dir / "run/checkpoint-007.safetensors"));
+  EXPECT_SG_ERROR(run.save_step(1, fc, {}, 0), "keep must be >= 1, got 0");
+  EXPECT_SG_ERROR(run.step_checkpoint(-1), "step must be >= 0, got -1");
+  // save_last carries a moving average when given one.
+  optim::ExponentialMovingAverage ema(fc, {.decay = 0.5});
+  run.save_last(fc, opt, {{"step", "0"}}, &ema);
+  EXPECT_EQ(run.read_last().ema.size(), 4u);  // num_updates, decay, weight, bias
+}
+
 }  // namespace
 }  // namespace sg::train
