@@ -60,7 +60,8 @@ int run_train(const Config& config, const TrainOptions& options, const std::stri
                      {"best_dev_wer", s.best_dev.wer},
                      {"best_dev_per", s.best_dev.per},
                      {"best_step", s.best_step},
-                     {"evaluated_weights", config.ema > 0 ? "ema" : "trained"}};
+                     {"evaluated_weights", config.ema > 0 ? "ema" : "trained"},
+                     {"precision", options.bf16 ? "bfloat16 autocast" : "float32"}};
     if (!s.averaged_steps.empty()) {
       j["averaged_steps"] = s.averaged_steps;
       j["averaged_dev_wer"] = s.averaged_dev.wer;
@@ -264,6 +265,9 @@ int main(int argc, char** argv) {
                       "--eval-every, --dev-words, --checkpoint-every, --average-last and "
                       "--train-words may change)");
   train_cmd->add_flag("--overwrite", options.overwrite, "replace the run in --out");
+  train_cmd->add_flag("--bf16", options.bf16,
+                      "mixed precision: the forward and the loss under bfloat16 autocast "
+                      "(products in bfloat16, sums, weights and Adam in float32)");
   train_cmd->add_flag("--quiet", options.quiet, "no progress output");
   train_cmd->add_option("--metrics-json", metrics, "write the final metrics here");
 

@@ -6,10 +6,12 @@
 #include <filesystem>
 #include <optional>
 
+#include "autograd/autocast.h"
 #include "averaging.h"
 #include "nn/atomic_file.h"
 #include "nn/train/heatmap.h"
 #include "nn/train/line_chart.h"
+#include "nn/train/mixed_precision.h"
 #include "nn/train/progress.h"
 #include "nn/train/run_directory.h"
 #include "run_state.h"
@@ -217,6 +219,10 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
        .total_steps = config.steps,
        .interactive = !options.quiet && sg::train::Progress::stderr_is_terminal(),
        .print_every = std::max<int64_t>(1, config.eval_every / 10)});
+  if (options.bf16 && !options.quiet) {
+    const std::string note = sg::train::bfloat16_speed_note(sg::kCPU);
+    if (!note.empty()) fmt::print(stderr, "{}\n", note);
+  }
   std::vector<double> step_ms;
   model.transformer->train();
   while (state.step < end) {
@@ -227,10 +233,14 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     const int64_t T = batch.target.size(1);
     Tensor decoder_in = batch.target.narrow(1, 0, T - 1);
     Tensor labels = batch.target.narrow(1, 1, T - 1).contiguous().reshape({-1});
-    Tensor logits = model.transformer->forward(batch.source, decoder_in);
-    Tensor loss = sg::nn::cross_entropy(logits.reshape({-1, model.phonemes.size()}), labels,
-                                        Vocabulary::kPad, config.label_smoothing);
-    loss.backward();
+    Tensor logits, loss;
+    {
+      const sg::AutocastGuard autocast(sg::kBFloat16, options.bf16);  // the forward and the loss
+      logits = model.transformer->forward(batch.source, decoder_in);
+      loss = sg::nn::cross_entropy(logits.reshape({-1, model.phonemes.size()}), labels,
+                                   Vocabulary::kPad, config.label_smoothing);
+    }
+    loss.backward();  // outside autocast: each product remembers its precision
     optimizer.step();
     if (ema) ema->update(*model.transformer);
     const double loss_value = loss.item<double>();

@@ -26,6 +26,9 @@ struct TrainOptions {
   bool resume = false, overwrite = false, quiet = false;
   // Stop after this step even if config.steps is more (to test kill-and-resume); 0 = never.
   int64_t stop_after = 0;
+  // Mixed precision: each step's forward and loss under sg::AutocastGuard(sg::kBFloat16), the
+  // products in bfloat16 with float32 sums; weights, gradients, Adam and evaluation stay float32.
+  bool bf16 = false;
 };
 
 struct ErrorRates {

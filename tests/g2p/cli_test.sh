@@ -93,5 +93,21 @@ input=$dir/many expect_ok "abbreviate " pronounce --checkpoint "$dir/run/model.s
   echo "FAIL: pronounce of 300 words printed $(wc -l <"$dir/out") lines"; failures=$((failures + 1)); }
 expect_error "not a valid safetensors file" pronounce --checkpoint "$dir/run/loss.svg" w
 
+# The recipe's levers: --bf16, --ema, --average-last; tune (dev only) and average.
+expect_ok "mean of the checkpoints at steps 30, 40" train --data "$dict" --out "$dir/levers" \
+  "${tiny[@]}" --bf16 --ema 0.99 --checkpoint-every 10 --average-last 2
+expect_ok "the trained weights, step 40" eval --checkpoint "$dir/levers/last.safetensors" \
+  --data "$dict" --beam 1 --split dev --limit 20
+expect_ok "the mean of the weights at steps [30, 40]" eval \
+  --checkpoint "$dir/levers/averaged.safetensors" --data "$dict" --beam 1 --split dev --limit 20
+expect_ok "lowest dev WER: --beam" tune --checkpoint "$dir/levers/averaged.safetensors" \
+  --data "$dict" --beams 1,2 --length-penalties 0.6,1 --limit 20
+expect_ok "the mean of" average --run "$dir/levers" --last 2 --out "$dir/mean.safetensors"
+expect_error "is one of the checkpoints averaged" average "$dir/levers/checkpoint-40.safetensors" \
+  --out "$dir/levers/checkpoint-40.safetensors"
+expect_error "--ema must be a decay in (0, 1)" train --data "$dict" --out "$dir/x" --ema 1.5
+expect_error "--checkpoint-every must be positive" train --data "$dict" --out "$dir/x" \
+  --average-last 3 --checkpoint-every 0
+
 echo "g2p cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

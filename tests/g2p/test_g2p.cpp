@@ -157,4 +157,62 @@ TEST(G2pData, SplitsByWordAndReportsBadFiles) {
   fs::remove_all(dir);
 }
 
+TEST(G2pTraining, MovingAverageAndCheckpointAveraging) {
+  // --ema: the dev evaluations and model.safetensors hold the moving average, and a resumed run
+  // continues it exactly. --average-last 3: the newest three step checkpoints are kept, and their
+  // mean is evaluated at the end and written as averaged.safetensors.
+  g2p::Config c = small_config();
+  c.steps = 60, c.eval_every = 30, c.checkpoint_every = 10;
+  c.ema = 0.99, c.average_last = 3;
+  const std::string whole_dir = temp_dir("ema_whole");
+  g2p::TrainSummary whole = g2p::train(c, {.out_dir = whole_dir, .quiet = true});
+  EXPECT_EQ(whole.averaged_steps, (std::vector<int64_t>{40, 50, 60}));
+  ASSERT_TRUE(fs::exists(whole_dir + "/averaged.safetensors"));
+  EXPECT_FALSE(fs::exists(whole_dir + "/checkpoint-30.safetensors"));  // only the newest three
+  const auto weights = [](const std::string& path) {
+    return sg::nn::load_safetensors(path).metadata.at("weights");
+  };
+  EXPECT_EQ(weights(whole_dir + "/averaged.safetensors"), "average");
+  EXPECT_EQ(weights(whole_dir + "/checkpoint-60.safetensors"), "ema");
+  EXPECT_EQ(weights(whole_dir + "/last.safetensors"), "trained");
+  const std::string best = weights(whole_dir + "/model.safetensors");
+  EXPECT_TRUE(best == "ema" || best == "average") << best;
+  // The mean's dev error rates are those of the averaged file, evaluated again.
+  g2p::Dataset d = g2p::load_dataset(fixture());
+  const g2p::ErrorRates mean_dev =
+      g2p::evaluate(g2p::load_model(whole_dir + "/averaged.safetensors"), d.dev, 1);
+  EXPECT_NEAR(mean_dev.wer, whole.averaged_dev.wer, 1e-12);
+  // Stopped at 25 and resumed: the same losses, and the same average at the end.
+  const std::string dir = temp_dir("ema_halves");
+  expect_exact_resume(c, dir, 25, whole);
+  const auto tensors = [](const std::string& path) {
+    return sg::nn::load_safetensors(path).tensors;
+  };
+  const auto a = tensors(whole_dir + "/averaged.safetensors");
+  const auto b = tensors(dir + "/averaged.safetensors");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_EQ(a[i].second.to_vector<float>(), b[i].second.to_vector<float>()) << a[i].first;
+  }
+  fs::remove_all(dir);
+  fs::remove_all(whole_dir);
+}
+
+TEST(G2pTraining, Bf16TrainsLikeFloat32) {
+  // --bf16: the forward and the loss under autocast. The losses differ from float32's (bfloat16
+  // products) but the run learns as much.
+  g2p::Config c = small_config();
+  c.steps = 100, c.eval_every = 100;
+  g2p::TrainSummary f32 = g2p::train(c, {.out_dir = temp_dir("f32"), .quiet = true});
+  g2p::TrainSummary bf16 =
+      g2p::train(c, {.out_dir = temp_dir("bf16"), .quiet = true, .bf16 = true});
+  ASSERT_EQ(bf16.losses.size(), f32.losses.size());
+  EXPECT_NE(bf16.losses, f32.losses);
+  EXPECT_NEAR(bf16.losses.front(), f32.losses.front(), 0.02 * f32.losses.front());
+  EXPECT_NEAR(mean(bf16.losses, 90, 10), mean(f32.losses, 90, 10), 0.1 * mean(f32.losses, 90, 10));
+  fs::remove_all(temp_dir("f32"));
+  fs::remove_all(temp_dir("bf16"));
+}
+
 }  // namespace
