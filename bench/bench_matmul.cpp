@@ -36,8 +36,13 @@
 #include "autograd/backend/cpu/blas_library.h"
 #include "autograd/backend/cpu_fast/parallel.h"
 #include "matmul_bf16.h"
+#include "timing.h"
 
 namespace {
+
+using sg::bench::Clock;
+using sg::bench::median;
+using sg::bench::seconds_of;
 
 struct Options {
   double ms = 2000.0;  // time spent on each case (both sides together)
@@ -77,19 +82,6 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
-}
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_of(const std::function<void()>& fn) {
-  const auto start = Clock::now();
-  fn();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Timing {

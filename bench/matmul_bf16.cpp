@@ -19,12 +19,11 @@
 
 #include "autograd/autograd.h"
 #include "onednn_matmul.h"
+#include "timing.h"
 
 namespace sg::bench {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Shape {
   std::string name;
@@ -47,17 +46,6 @@ std::vector<Shape> shapes() {
       {"large 1024", 1, 1024, 1024, 1024, false, false},
       {"large 2048", 1, 2048, 2048, 2048, false, false},
   };
-}
-
-double seconds_of(const std::function<void()>& fn) {
-  const auto start = Clock::now();
-  fn();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // ||x - y|| / ||y||: the bfloat16 result against oneDNN's, a check that both computed the product.

@@ -9,6 +9,7 @@
 #include "nn/nn.h"
 #include "nn/optim/adam.h"
 #include "nn/serialize.h"
+#include "tests/support/gpu_under_test.h"
 #include "tests/support/testing.h"
 
 #if SCRATCHGRAD_HAS_CUDA
@@ -18,14 +19,8 @@
 namespace sg::nn {
 namespace {
 
-// -DSG_CUDA_PARITY_ON_CPU runs the file CPU against CPU, to check the tests themselves.
-#ifdef SG_CUDA_PARITY_ON_CPU
-constexpr Device kGpu = kCPU;
-constexpr bool kSelfTest = true;
-#else
-constexpr Device kGpu = Device::cuda(0);
-constexpr bool kSelfTest = false;
-#endif
+using sg::testing::kGpu;
+using sg::testing::kSelfTest;
 constexpr int64_t kVocab = 11, kPad = 0, kStart = 1;
 
 class CudaTraining : public ::testing::Test {

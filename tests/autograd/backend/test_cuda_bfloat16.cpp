@@ -11,17 +11,13 @@
 
 #include "autograd/backend/cuda/bfloat16_support.h"
 #include "tests/support/bfloat16_bound.h"
+#include "tests/support/gpu_under_test.h"
 
 namespace sg {
 namespace {
 
-#ifdef SG_CUDA_PARITY_ON_CPU
-constexpr Device kGpu = kCPU;
-constexpr bool kSelfTest = true;
-#else
-constexpr Device kGpu = Device::cuda(0);
-constexpr bool kSelfTest = false;
-#endif
+using sg::testing::kGpu;
+using sg::testing::kSelfTest;
 // Tensor cores align the products of a group to the largest and truncate their partial sums, so
 // a GPU product may be off by a few times the float32 bound of a sum rounded to nearest.
 constexpr double kTensorCoreFactor = 4.0;

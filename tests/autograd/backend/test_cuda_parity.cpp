@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "autograd/backend/backend.h"
+#include "tests/support/gpu_under_test.h"
 #include "tests/support/op_info.h"
 #include "tests/support/testing.h"
 
@@ -29,15 +30,8 @@ using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
 constexpr double kTolerance = 1e-4;  // float32: "well under 1e-3"
 constexpr double kTolerance64 = 1e-10;
 
-// Compiling with -DSG_CUDA_PARITY_ON_CPU runs this file CPU against CPU: a check of the tests
-// themselves (every comparison must then pass exactly) on a machine without a GPU.
-#ifdef SG_CUDA_PARITY_ON_CPU
-constexpr Device kGpu = kCPU;
-constexpr bool kSelfTest = true;
-#else
-constexpr Device kGpu = Device::cuda(0);
-constexpr bool kSelfTest = false;
-#endif
+using sg::testing::kGpu;
+using sg::testing::kSelfTest;
 
 class CudaParity : public ::testing::Test {
  protected:
