@@ -122,7 +122,8 @@ Tensor from_vector(const std::vector<T>& data, const Shape& shape, TensorOptions
   Tensor host = empty(shape, options.device(kCPU).requires_grad(false));
   dispatch_dtype_and_bfloat16("from_vector", host.dtype(), [&]<typename D>() {
     D* p = host.data_ptr<D>();
-    for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<D>(data[i]);
+    // static_cast<T> first: std::vector<bool> hands out a proxy, not a bool.
+    for (size_t i = 0; i < data.size(); ++i) p[i] = static_cast<D>(static_cast<T>(data[i]));
   });
   Tensor out = host.to(options.device());
   if (requires_grad) out.requires_grad_(true);

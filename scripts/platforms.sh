@@ -26,7 +26,7 @@ build_dir=${BUILD_DIR:-build}
 legs=("$@")
 [[ ${#legs[@]} -gt 0 ]] || legs=(kernels avx2 valgrind no-avx2 arm64 clang)
 
-section() { echo; echo "==== platforms: $* ===="; }
+section() { echo; echo "==== platforms: $* ==== ($(date +%T))"; }
 need() {
   for tool in "$@"; do
     if ! command -v "$tool" >/dev/null; then
