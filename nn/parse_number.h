@@ -17,6 +17,31 @@
 
 namespace sg::nn {
 
+// Whether `text` is written as a decimal number: an optional sign, digits with at most one
+// decimal point (at least one digit), then optionally an exponent (e or E, an optional sign,
+// digits). The streams differ on the rest: libc++'s reads "0x10", "nan" and "inf" too.
+inline bool is_decimal_number(std::string_view text) {
+  size_t i = 0;
+  const auto digits = [&] {
+    const size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  size_t mantissa = digits();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == text.size();
+}
+
 enum class NumberText { kNumber, kNotANumber, kOutOfRange };
 
 // Reads `text` into `value` when it is a number of type T; says why not otherwise.
@@ -29,6 +54,7 @@ NumberText read_number(std::string_view text, T& value) {
     if (ec == std::errc::result_out_of_range) return NumberText::kOutOfRange;
     if (ec != std::errc() || end != text.data() + text.size()) return NumberText::kNotANumber;
   } else {
+    if (!is_decimal_number(text)) return NumberText::kNotANumber;
     std::istringstream in{std::string(text)};
     in.imbue(std::locale::classic());
     T read{};

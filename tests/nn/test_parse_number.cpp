@@ -32,6 +32,11 @@ TEST(SerializeParseNumber, RefusesAnythingElse) {
   EXPECT_FALSE(parse_number<double>("1e999").has_value());
   EXPECT_FALSE(parse_number<double>("nan").has_value());
   EXPECT_FALSE(parse_number<double>("inf").has_value());
+  for (const char* bad : {".", "1e", "1e+", "e5", "+", "1..", "0x1p3", "infinity", "1,5"})
+    EXPECT_FALSE(parse_number<double>(bad).has_value()) << "'" << bad << "'";
+  EXPECT_EQ(parse_number<double>(".5"), 0.5);
+  EXPECT_EQ(parse_number<double>("5."), 5.0);
+  EXPECT_EQ(parse_number<double>("+2E+2"), 200.0);
 }
 
 // A program that sets a locale whose decimal point is a comma still reads "0.5" (and not "0,5").
