@@ -246,13 +246,14 @@ def main():
         head += ["torch.compile", "sg / compiled"]
     bf16_sides = [s for s in sides if s.name in ("sg_bf16", "autocast")]
     extra_sides = [s for s in sides[1:] if s is not anchor and s not in bf16_sides]
+    # The columns in the order the rows fill them: the extra sides (a baseline), then bf16's.
+    for s in extra_sides:
+        head += [s.label, f"sg / {s.name}"]
     for s in bf16_sides:
         head += [s.label]
     if bf16_sides:
         head += ["sg bf16 / PyTorch autocast (rounds)", "sg bf16 / PyTorch f32",
                  "sg bf16 / sg f32"]
-    for s in extra_sides:
-        head += [s.label, f"sg / {s.name}"]
     head += ["RSS sg"] + (["RSS PyTorch", "RSS ratio"] if anchor else [])
     if products:
         head += ["sg products GFLOP/s" + (" (of peak)" if peak else "")]

@@ -71,8 +71,14 @@ void pack_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
 // Every product here runs on one OpenBLAS thread: the threads are ours (parallel.h), and how a
 // product is cut between them depends on its shape alone (split_gemm), so that its bits do not
 // depend on the thread count. OpenBLAS's own threads cut a product by the number of threads.
-// Products of at least kMinThreadedFlops are large: cut into BLAS calls of at least half that.
+// Products of at least kMinThreadedFlops are large: cut into at least two BLAS calls, and into
+// more only as long as each call keeps kMinLargeBlockFlops. Every call packs the whole of the
+// operand it does not cut (OpenBLAS copies it into its panels), so small blocks of a large
+// product pay that copy many times: annotated's h·W2ᵀ, [800, 2048]·[2048, 512], ran at 120
+// GFLOP/s in 16 blocks of 50 rows and at 170 in 4 (bench/NOTES.md). The price: a product of
+// 1.7 GFLOP is cut in 4 blocks, so more than 4 threads do not speed it up.
 constexpr double kMinThreadedFlops = 16e6;
+constexpr double kMinLargeBlockFlops = 256e6;
 
 // Sets OpenBLAS to one thread for a scope (and back).
 class OneBlasThread {
@@ -263,7 +269,8 @@ bool gemm_fast(const Tensor& a, const Tensor& b, const Tensor& out, bool accumul
   const bool narrow =
       std::is_same_v<T, float> && B.trans == CblasNoTrans && narrow_gemm_fits(M, N, K);
   if (!pack_a && !pack_b && !narrow && b_rows.empty() && flops >= kMinThreadedFlops) {
-    split_gemm(operands, batch, fixed_blocks(flops, kMinThreadedFlops / 2), SplitRules::kLarge);
+    const int64_t parts = std::max<int64_t>(2, fixed_blocks(flops, kMinLargeBlockFlops));
+    split_gemm(operands, batch, parts, SplitRules::kLarge);
     return true;
   }
   // Per product: the products of a batch over the pool, or one product cut into blocks (below).
