@@ -28,6 +28,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/backend/cpu_fast/caching_allocator.h"  // memory_stats(): what it holds
+#include "autograd/backend/cpu_fast/parallel.h"
 #include "autograd/profiler.h"
 #include "config.h"
 #include "decoding.h"
@@ -44,7 +45,7 @@ struct Options {
   std::string config = "tiny";  // tiny | annotated | medium | decode
   int steps = 0;                // timed steps (0: a default per config)
   int warmup = -1;              // untimed steps first (-1: a default per config)
-  int threads = 2;              // OpenBLAS threads, as torch.set_num_threads(2) on the other side
+  int threads = 2;              // the pool's and OpenBLAS's, as torch.set_num_threads(2) there
   std::string json_path, svg_path;
   bool profile = false;
   bool bf16 = false;  // mixed precision: bfloat16 products (autograd/autocast.h)
@@ -242,6 +243,7 @@ int main(int argc, char** argv) {
   sg::choose_fast_blas_once();  // before the kernels are named (autograd/blas.h)
   const Options o = parse(argc, argv);
   sg::set_blas_threads(o.threads);
+  sg::cpu::set_num_threads(o.threads);  // the fast kernels' own pool
   const bool decode = o.config == "decode";
   const Config config = Config::preset_named(decode ? "tiny" : o.config);
 

@@ -21,6 +21,7 @@
 
 #include "attention_plots.h"
 #include "autograd/anomaly.h"
+#include "autograd/backend/cpu_fast/parallel.h"
 #include "capture_step.h"
 #include "decoding.h"
 #include "distributed_training.h"
@@ -263,8 +264,8 @@ int main(int argc, char** argv) {
   std::string preset = "tiny";
   Overrides overrides;
   TrainOptions options;
-  int threads = 2;
-  std::string kernels;  // empty: SCRATCHGRAD_KERNELS, else fast
+  std::optional<int> threads;  // unset: SCRATCHGRAD_NUM_THREADS or every core, 2 BLAS threads
+  std::string kernels;         // empty: SCRATCHGRAD_KERNELS, else fast
   train_cmd->add_option("--preset", preset, "tiny | annotated | medium")
       ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
   overrides.add_to(*train_cmd);
@@ -286,7 +287,11 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--sync-every", options.sync_every,
                         "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
                         "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
-  train_cmd->add_option("--threads", threads, "BLAS threads")->check(CLI::Range(1, 256));
+  train_cmd
+      ->add_option("--threads", threads,
+                   "CPU threads: the fast kernels' pool and the BLAS library's (default: "
+                   "SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
+      ->check(CLI::Range(1, 256));
   // The CPU kernels: the reference backend (the code the chapters show) or the fast one.
   const auto add_kernels_option = [&](CLI::App* cmd) {
     cmd->add_option("--kernels", kernels,
@@ -376,7 +381,10 @@ int main(int argc, char** argv) {
     // A bad SCRATCHGRAD_KERNELS is reported here, like any other bad option.
     sg::set_cpu_kernels(kernels.empty() ? sg::cpu_kernels() : sg::parse_cpu_kernels(kernels));
     if (*train_cmd) {
-      sg::set_blas_threads(threads);
+      // Both pools: the fast kernels cut their work over their own threads (OpenBLAS then runs
+      // on one), the reference kernels leave products to OpenBLAS's.
+      sg::set_blas_threads(threads.value_or(2));
+      if (threads) sg::cpu::set_num_threads(*threads);
       if (detect_anomaly) sg::set_detect_anomaly(true);
       Config config = Config::preset_named(preset);
       overrides.apply(config);
