@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/autocast.h"
 #include "decoding.h"
 #include "distributed_training.h"
-#include "autograd/autocast.h"
 #include "nn/atomic_file.h"
 #include "nn/train/line_chart.h"
 #include "nn/train/metrics_log.h"
