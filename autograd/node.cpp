@@ -17,6 +17,12 @@ Node::Node(std::string name, std::vector<Edge> edges, BackwardFn backward, Shape
       backward_(std::move(backward)),
       output_shape_(std::move(out_shape)) {}
 
+// GCC 14 warns that ~Node stores the address of its local worklist in nodes_to_free; it is reset
+// to null before the worklist goes out of scope, so the pointer never dangles.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
 Node::~Node() {
   // A chain of 10^5 nodes would otherwise be destroyed by 10^5 nested destructor calls. Instead,
   // children that die with this node are handed to the outermost ~Node, which frees them in a loop.
@@ -38,6 +44,9 @@ Node::~Node() {
     nodes_to_free = nullptr;
   }
 }
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic pop
+#endif
 
 Grads Node::apply(const Tensor& grad_output) {
   SG_CHECK(!released_,
