@@ -111,9 +111,9 @@ const GoldenFile& golden_file(const std::string& file) {
 }
 }  // namespace
 
-const GoldenCase& golden(const std::string& file, const std::string& name) {
-  const GoldenFile& cases = golden_file(file);
-  auto it = cases.find(name);
+const GoldenCase& golden(std::string_view file, std::string_view name) {
+  const GoldenFile& cases = golden_file(std::string(file));
+  auto it = cases.find(std::string(name));
   SG_CHECK(it != cases.end(), "golden: {}.json has no case '{}'; {}", file, name, kHint);
   return *it->second;
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -42,7 +43,9 @@ class GoldenCase {
 
 // The case `name` of tests/golden/<file>.json (files are read once and cached). A missing file or
 // case fails with a hint to re-run scripts/make_golden.py.
-const GoldenCase& golden(const std::string& file, const std::string& name);
+// By value (string views): a reference to a temporary string argument would make GCC 14 warn
+// that the returned reference may dangle, although it refers to the cache.
+const GoldenCase& golden(std::string_view file, std::string_view name);
 
 // A case's inputs by name, as backward_matches_pytorch hands them to the op.
 using GoldenInputs = std::map<std::string, Tensor>;
