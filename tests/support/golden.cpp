@@ -92,11 +92,11 @@ std::vector<std::string> GoldenCase::input_names() const {
 namespace {
 using GoldenFile = std::map<std::string, std::unique_ptr<GoldenCase>>;
 
-const GoldenFile& golden_file(const std::string& file) {
+const GoldenFile& golden_file(std::string_view file) {  // by value, as golden()
   static std::map<std::string, GoldenFile> cache;
-  auto& cases = cache[file];
+  auto& cases = cache[std::string(file)];
   if (cases.empty()) {
-    std::string path = std::string(SG_GOLDEN_DIR) + "/" + file + ".json";
+    std::string path = std::string(SG_GOLDEN_DIR) + "/" + std::string(file) + ".json";
     std::ifstream in(path);
     SG_CHECK(in.good(), "golden: cannot open {}; {}", path, kHint);
     nlohmann::json j = nlohmann::json::parse(in);
@@ -104,7 +104,7 @@ const GoldenFile& golden_file(const std::string& file) {
              "golden: {} has format_version {} but the tests expect {}; {}", path,
              j.value("format_version", 0), kGoldenFormatVersion, kHint);
     for (auto& [case_name, data] : j.at("cases").items()) {
-      cases[case_name] = std::make_unique<GoldenCase>(file, case_name, data);
+      cases[case_name] = std::make_unique<GoldenCase>(std::string(file), case_name, data);
     }
   }
   return cases;
@@ -112,7 +112,7 @@ const GoldenFile& golden_file(const std::string& file) {
 }  // namespace
 
 const GoldenCase& golden(std::string_view file, std::string_view name) {
-  const GoldenFile& cases = golden_file(std::string(file));
+  const GoldenFile& cases = golden_file(file);
   auto it = cases.find(std::string(name));
   SG_CHECK(it != cases.end(), "golden: {}.json has no case '{}'; {}", file, name, kHint);
   return *it->second;
