@@ -35,11 +35,13 @@
 #include "nn/nn.h"
 #include "profile_report.h"
 #include "tasks.h"
+#include "timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using copy_task::Config;
+using sg::bench::Clock;
+using sg::bench::ms_since;
 
 struct Options {
   std::string config = "tiny";  // tiny | annotated | medium | decode
@@ -93,10 +95,6 @@ Options parse(int argc, char** argv) {
   if (o.steps <= 0) o.steps = big ? 10 : 40;
   if (o.warmup < 0) o.warmup = big ? 2 : 10;
   return o;
-}
-
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 double median(std::vector<double> v) {

@@ -42,6 +42,7 @@ namespace {
 
 using sg::bench::Clock;
 using sg::bench::median;
+using sg::bench::ms_since;
 using sg::bench::seconds_of;
 
 struct Options {
@@ -111,8 +112,7 @@ CaseResult run_case(std::string name, std::string shapes, double flops,
   }
   std::vector<double> raw_s, sg_s, ratios;
   const auto start = Clock::now();
-  while (raw_s.size() < 10 ||
-         std::chrono::duration<double, std::milli>(Clock::now() - start).count() < o.ms) {
+  while (raw_s.size() < 10 || ms_since(start) < o.ms) {
     raw_s.push_back(seconds_of(raw));
     sg_s.push_back(seconds_of(ours));
     ratios.push_back(raw_s.back() / sg_s.back());

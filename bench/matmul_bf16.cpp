@@ -91,8 +91,7 @@ Bf16Case run(const Shape& s, const Bf16Options& o) {
              2.0 * s.batch * s.M * s.N * s.K};
   std::vector<double> f32_s, bf16_s, dnn_s, dnn_product_s, speedup, vs_onednn;
   const auto start = Clock::now();
-  while (f32_s.size() < 5 ||
-         std::chrono::duration<double, std::milli>(Clock::now() - start).count() < o.ms) {
+  while (f32_s.size() < 5 || ms_since(start) < o.ms) {
     f32_s.push_back(seconds_of(float32));
     bf16_s.push_back(seconds_of(bfloat16));
     speedup.push_back(f32_s.back() / bf16_s.back());

@@ -16,6 +16,10 @@ inline double seconds_of(const std::function<void()>& fn) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+inline double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
 // The upper median: for an even count, the larger of the middle two.
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
