@@ -232,6 +232,13 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
                   const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                   double weight_decay, bool decoupled_weight_decay, int64_t step,
                   CallSite site = CallSite::current());
+// The same with what changes between steps given as a device tensor: step_scalars float64 [3] =
+// (-lr / (1 - β1^t), √(1 - β2^t), 1 - lr · weight_decay), adam_step_scalars() of
+// backend/adam_step_scalars.h. A CUDA graph's replays rewrite it (autograd/cuda_graph.h).
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, const Tensor& step_scalars, double beta1, double beta2,
+                  double eps, double weight_decay, bool decoupled_weight_decay,
+                  CallSite site = CallSite::current());
 
 // ---- losses: ops/cross_entropy.cpp ----
 // logits [..., C], target int64 [...] of class indices (the class dim is LAST; for [N, C] this is

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/error.h"
 #include "autograd/storage.h"
 #include "distributed/collective_check.h"
@@ -15,6 +16,10 @@ struct NcclCommunicator::State {
 };
 
 namespace {
+
+// The stream of the tensor's device, the one its kernels run on: a collective queued there runs
+// in order with them (and a CUDA graph capture can record it).
+cudaStream_t stream_of(const Tensor& tensor) { return cuda_stream(tensor.device().index); }
 
 ncclDataType_t nccl_type_of(DType dtype) {
   switch (dtype) {
@@ -62,11 +67,11 @@ NcclCommunicator::~NcclCommunicator() {
 void NcclCommunicator::all_reduce(const Tensor& tensor, ReduceOp op) {
   const std::string what = fmt::format("all_reduce on rank {} with {}", rank_, describe(tensor));
   // ncclAvg divides on the GPU inside the same kernel (NCCL >= 2.10).
-  SG_NCCL_CHECK(ncclAllReduce(tensor.raw_data(), tensor.raw_data(),
-                              static_cast<size_t>(tensor.numel()), nccl_type_of(tensor.dtype()),
-                              op == ReduceOp::Average ? ncclAvg : ncclSum, state_->comm,
-                              /*default stream*/ nullptr),
-                what);
+  SG_NCCL_CHECK(
+      ncclAllReduce(tensor.raw_data(), tensor.raw_data(), static_cast<size_t>(tensor.numel()),
+                    nccl_type_of(tensor.dtype()), op == ReduceOp::Average ? ncclAvg : ncclSum,
+                    state_->comm, stream_of(tensor)),
+      what);
   tensor.impl()->storage->bump_version();
 }
 
@@ -75,7 +80,7 @@ void NcclCommunicator::all_gather(const Tensor& output, const Tensor& input) {
       fmt::format("all_gather_into on rank {} with {}", rank_, describe(input));
   SG_NCCL_CHECK(
       ncclAllGather(input.raw_data(), output.raw_data(), static_cast<size_t>(input.numel()),
-                    nccl_type_of(input.dtype()), state_->comm, /*default stream*/ nullptr),
+                    nccl_type_of(input.dtype()), state_->comm, stream_of(input)),
       what);
   output.impl()->storage->bump_version();
 }
@@ -84,7 +89,7 @@ void NcclCommunicator::broadcast(const Tensor& tensor, int root) {
   const std::string what = fmt::format("broadcast on rank {} with {}", rank_, describe(tensor));
   SG_NCCL_CHECK(
       ncclBroadcast(tensor.raw_data(), tensor.raw_data(), static_cast<size_t>(tensor.numel()),
-                    nccl_type_of(tensor.dtype()), root, state_->comm, /*default stream*/ nullptr),
+                    nccl_type_of(tensor.dtype()), root, state_->comm, stream_of(tensor)),
       what);
   tensor.impl()->storage->bump_version();
 }

@@ -6,8 +6,9 @@
 # 2. runs the GPU tests (every suite named Cuda*, in autograd_tests and nn_tests): they must run,
 #    not skip, so a machine whose GPU cannot be used fails here with the reason;
 # 3. runs the whole test suite (the CPU tests must pass in a CUDA build too);
-# 4. trains the copy task on the GPU (`copy_task train --device cuda`, tiny preset, 1000 steps)
-#    and checks that it reaches 100% exact match, as on the CPU;
+# 4. trains the copy task on the GPU (`copy_task train --device cuda`, tiny preset, 1000 steps),
+#    eagerly and as one CUDA graph (--cuda-graph), and checks that both reach 100% exact match, as
+#    on the CPU;
 # 5. appends date, GPU, passed/failed/skipped counts and the copy-task result to
 #    bench/gpu/RESULTS.md.
 # Exits non-zero when anything failed. Logs: bench/gpu/runs/<date>-tests/.
@@ -63,15 +64,23 @@ tail -n 5 "$out/ctest.log"
 ctest_summary=$(grep -E "tests passed|tests failed" "$out/ctest.log" | tail -n 1)
 ((ctest_status != 0)) && status=1
 
-echo "==== copy task on the GPU (tiny, 1000 steps) ===="
-"$build_dir/examples/copy_task/copy_task" train --device cuda --quiet --out "$scratch/copy" \
-  --metrics-json "$out/copy_task.json" 2>&1 | tee "$out/copy_task.log"
-copy_result=$(python3 -c 'import json,sys
+copy_result=""
+for mode in eager graph; do
+  flags=""
+  [[ $mode == graph ]] && flags="--cuda-graph"
+  echo "==== copy task on the GPU (tiny, 1000 steps, $mode) ===="
+  # shellcheck disable=SC2086  # flags is empty or one option
+  "$build_dir/examples/copy_task/copy_task" train --device cuda $flags --quiet \
+    --out "$scratch/copy_$mode" --metrics-json "$out/copy_task_$mode.json" 2>&1 |
+    tee "$out/copy_task_$mode.log"
+  result=$(python3 -c 'import json,sys
 m = json.load(open(sys.argv[1]))
 print("exact match %.1f%%, first 100%% at step %s, median %.2f ms/step"
       % (100 * m["exact_match"], m["first_perfect_step"], m["median_ms_per_step"]))
-sys.exit(0 if m["exact_match"] >= 1.0 else 1)' "$out/copy_task.json" 2>&1) || status=1
-echo "copy task: $copy_result"
+sys.exit(0 if m["exact_match"] >= 1.0 else 1)' "$out/copy_task_$mode.json" 2>&1) || status=1
+  echo "copy task ($mode): $result"
+  copy_result+="${copy_result:+; }$mode: $result"
+done
 
 {
   echo
@@ -81,7 +90,7 @@ echo "copy task: $copy_result"
   echo
   echo "- Cuda* tests (autograd_tests + nn_tests): **$passed passed, $failed failed, $skipped skipped**"
   echo "- whole suite (ctest): ${ctest_summary:-see ctest.log}"
-  echo "- copy task, \`copy_task train --device cuda\` (tiny, 1000 steps): $copy_result"
+  echo "- copy task, \`copy_task train --device cuda [--cuda-graph]\` (tiny, 1000 steps): $copy_result"
   echo "- result: $( ((status == 0)) && echo PASS || echo FAIL)"
 } >>bench/gpu/RESULTS.md
 echo

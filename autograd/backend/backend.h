@@ -46,6 +46,10 @@ class Backend {
   // autograd/generator.h, rounded to out's dtype: the numbers n = out.numel() calls of
   // Generator::next_uniform() would give from `state`, on every device.
   virtual void uniform(const Tensor& out, uint64_t state) = 0;
+  // The same with `state` read from the device (int64 [1], its bits those of the uint64 state):
+  // what a CUDA graph replays, the state written before each replay (cuda_graph.h). Only
+  // backends that capture graphs have it.
+  virtual bool uniform_from_device(const Tensor& /*out*/, const Tensor& /*state*/) { return false; }
 
   // ---- reductions ----
   // x is [outer..., reduced...]: its last `reduced_dims` dims are reduced into out (contiguous,
@@ -182,6 +186,15 @@ class Backend {
                            double /*beta1*/, double /*beta2*/, double /*eps*/,
                            double /*weight_decay*/, bool /*decoupled_weight_decay*/,
                            int64_t /*step*/) {
+    return false;
+  }
+  // The same with what changes between steps read from the device: step_scalars (float64 [3],
+  // AdamStepScalars of adam_step_scalars.h, written before each replay of a CUDA graph).
+  virtual bool adam_update_from_device(const Tensor& /*param*/, const Tensor& /*grad*/,
+                                       const Tensor& /*exp_avg*/, const Tensor& /*exp_avg_sq*/,
+                                       const Tensor& /*step_scalars*/, double /*beta1*/,
+                                       double /*beta2*/, double /*eps*/, double /*weight_decay*/,
+                                       bool /*decoupled_weight_decay*/) {
     return false;
   }
 };

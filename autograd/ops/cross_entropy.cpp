@@ -142,6 +142,7 @@ Tensor cross_entropy_composed(const Tensor& logits, const Tensor& target, int64_
   const CallSiteScope call_site(site);
   const Reduction mode = check_arguments("cross_entropy_composed", logits, target, ignore_index,
                                          label_smoothing, reduction);
+  const detail::IndexErrorsNamed targets_are_checked_as("cross_entropy");  // on a GPU
   return composed(logits, target, ignore_index, label_smoothing, mode);
 }
 
@@ -155,6 +156,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
     Tensor out = cross_entropy_by_kernel(logits, target, ignore_index, label_smoothing, mode);
     if (out.defined()) return out;
   }
+  const detail::IndexErrorsNamed targets_are_checked_as("cross_entropy");  // on a GPU
   return composed(logits, target, ignore_index, label_smoothing, mode);
 }
 

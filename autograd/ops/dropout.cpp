@@ -8,6 +8,7 @@
 // [Counter-based random numbers] in autograd/generator.h) from the default generator, whose state
 // moves past them: sg::manual_seed(s) makes the same elements drop on every run and every device,
 // the same numbers as sg::rand() would draw.
+#include "autograd/cuda_graph.h"
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -24,7 +25,23 @@ Tensor dropout(const Tensor& x, double p, bool training, CallSite site) {
 
   // u ~ U[0, 1), so P(u < 1 - p) = 1 - p: the element survives.
   Tensor u = empty(x.shape(), x.options());
-  backend_for(x.device()).uniform(u, default_generator().take(static_cast<uint64_t>(x.numel())));
+  const auto count = static_cast<uint64_t>(x.numel());
+  if (cuda::is_capturing(x.device())) {
+    // In a CUDA graph the kernel reads its state from the device, and each replay draws it from
+    // the generator first, as this eager step would have: replays drop what eager steps drop.
+    Tensor state = [&] {
+      const cuda::ReplayInputScope written_before_each_replay;
+      return empty({1}, TensorOptions(kInt64).device(x.device()));
+    }();
+    cuda::before_each_replay(x.device(), [state, count] {
+      const uint64_t drawn = default_generator().take(count);
+      backend_for(state.device()).copy_from_host(state.raw_data(), &drawn, sizeof(drawn));
+    });
+    SG_CHECK(backend_for(x.device()).uniform_from_device(u, state),
+             "dropout: the {} backend cannot draw inside a CUDA graph", x.device());
+  } else {
+    backend_for(x.device()).uniform(u, default_generator().take(count));
+  }
   Tensor keep = u.lt(1.0 - p);
   Tensor scaled_mask = keep.to(x.dtype()) / (1.0 - p);
   return x * scaled_mask;

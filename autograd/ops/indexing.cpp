@@ -53,6 +53,19 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index, CallSite 
                 });
 }
 
+namespace detail {
+namespace {
+thread_local std::string_view index_errors_name;  // empty: each op names itself
+}  // namespace
+IndexErrorsNamed::IndexErrorsNamed(std::string_view op) : previous_(index_errors_name) {
+  if (previous_.empty()) index_errors_name = op;  // the outermost op names the error
+}
+IndexErrorsNamed::~IndexErrorsNamed() { index_errors_name = previous_; }
+std::string_view IndexErrorsNamed::name_or(std::string_view op) {
+  return index_errors_name.empty() ? op : index_errors_name;
+}
+}  // namespace detail
+
 // ---- gather ----
 // y has index's shape; along dim the index says which element to take, elsewhere the position is
 // kept. For dim 1: y[i][j] = x[i][index[i][j]]. Backward: dx = zeros, g scattered back to the
@@ -75,7 +88,9 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, CallSite site) 
 
   Tensor index_c = index.detach().contiguous();
   Tensor out = empty(index.shape(), x.options());
-  backend_for(x.device()).gather(x.detach().contiguous(), d, index_c, out, "gather");
+  backend_for(x.device())
+      .gather(x.detach().contiguous(), d, index_c, out,
+              detail::IndexErrorsNamed::name_or("gather"));
 
   return record("gather", out, {x, index},
                 [si = SavedTensor(index_c), d, x_shape = x.shape()](const Tensor& g) {

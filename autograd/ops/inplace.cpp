@@ -3,6 +3,7 @@
 // not differentiable: while grad mode is on they refuse tensors that require grad.
 #include <cmath>
 
+#include "autograd/backend/adam_step_scalars.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops/internal.h"
 
@@ -133,11 +134,10 @@ Tensor& Tensor::normal_(double mean, double std) {
 // One step of Adam (AdamW with decoupled_weight_decay) on param, in place, with its two moment
 // buffers (torch.optim.Adam's rule; nn/optim/adam.h has the formulas). A backend with the fused
 // kernel makes one pass over the four tensors; others run the same arithmetic as ops.
-void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                  double weight_decay, bool decoupled_weight_decay, int64_t step, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("adam_update_");
+namespace {
+
+void check_adam_arguments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                          const Tensor& exp_avg_sq) {
   Tensor p = param;
   check_inplace("adam_update_", p, grad);
   detail::check_not_bfloat16("adam_update_", {param, grad, exp_avg, exp_avg_sq});
@@ -147,33 +147,81 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
              param.dtype(), param.shape(), t->dtype(), t->shape());
   }
   detail::check_same_device("adam_update_", {param, grad, exp_avg, exp_avg_sq});
-  SG_CHECK(step >= 1, "adam_update_: step counts from 1, got {}", step);
-  const bool contiguous =
-      param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous();
-  if (!contiguous || !backend_for(param.device())
-                          .adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, lr, beta1,
-                                       beta2, eps, weight_decay, decoupled_weight_decay, step)) {
-    NoGradGuard no_grad;
-    Tensor g = grad;
-    Tensor m = exp_avg, v = exp_avg_sq;
-    if (weight_decay != 0.0) {
-      if (decoupled_weight_decay) {
-        p.mul_(1.0 - lr * weight_decay);
-      } else {
-        g = g + p * weight_decay;  // a new tensor: the stored gradient stays as is
-      }
+}
+
+bool contiguous_state(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_avg_sq) {
+  return param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous();
+}
+
+// The update as ops, from the step's scalars: what backends without the fused kernel run.
+void composed_adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                          const Tensor& exp_avg_sq, const AdamStepScalars& s, double beta1,
+                          double beta2, double eps, double weight_decay,
+                          bool decoupled_weight_decay) {
+  NoGradGuard no_grad;
+  Tensor p = param, g = grad, m = exp_avg, v = exp_avg_sq;
+  if (weight_decay != 0.0) {
+    if (decoupled_weight_decay) {
+      p.mul_(s.decay);
+    } else {
+      g = g + p * weight_decay;  // a new tensor: the stored gradient stays as is
     }
-    m.mul_(beta1).add_(g, 1.0 - beta1);
-    v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
-    const double t = static_cast<double>(step);
-    const double bias_correction1 = 1.0 - std::pow(beta1, t);
-    const double bias_correction2 = 1.0 - std::pow(beta2, t);
-    // PyTorch's order of operations, so results agree to the last bits that rounding allows.
-    Tensor denom = v.sqrt() / std::sqrt(bias_correction2);
-    denom.add_(eps);
-    p.addcdiv_(m, denom, -lr / bias_correction1);
   }
+  m.mul_(beta1).add_(g, 1.0 - beta1);
+  v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+  // PyTorch's order of operations, so results agree to the last bits that rounding allows.
+  Tensor denom = v.sqrt() / s.sqrt_bias_correction2;
+  denom.add_(eps);
+  p.addcdiv_(m, denom, s.step_size);
+}
+
+void bump_versions(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_avg_sq) {
   for (const Tensor* t : {&param, &exp_avg, &exp_avg_sq}) t->impl()->storage->bump_version();
+}
+
+}  // namespace
+
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
+                  double weight_decay, bool decoupled_weight_decay, int64_t step, CallSite site) {
+  const CallSiteScope call_site(site);
+  SG_PROFILE_OP("adam_update_");
+  check_adam_arguments(param, grad, exp_avg, exp_avg_sq);
+  SG_CHECK(step >= 1, "adam_update_: step counts from 1, got {}", step);
+  if (!contiguous_state(param, exp_avg, exp_avg_sq) ||
+      !backend_for(param.device())
+           .adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
+                        weight_decay, decoupled_weight_decay, step)) {
+    composed_adam_update(param, grad, exp_avg, exp_avg_sq,
+                         adam_step_scalars(lr, beta1, beta2, weight_decay, step), beta1, beta2, eps,
+                         weight_decay, decoupled_weight_decay);
+  }
+  bump_versions(param, exp_avg, exp_avg_sq);
+}
+
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                  const Tensor& exp_avg_sq, const Tensor& step_scalars, double beta1, double beta2,
+                  double eps, double weight_decay, bool decoupled_weight_decay, CallSite site) {
+  const CallSiteScope call_site(site);
+  SG_PROFILE_OP("adam_update_");
+  check_adam_arguments(param, grad, exp_avg, exp_avg_sq);
+  SG_CHECK(step_scalars.dtype() == kFloat64 && step_scalars.shape() == Shape{3} &&
+               step_scalars.is_contiguous(),
+           "adam_update_: step_scalars must be a contiguous float64 tensor of shape [3] "
+           "(AdamStepScalars), got {} of shape {}",
+           step_scalars.dtype(), step_scalars.shape());
+  detail::check_same_device("adam_update_", {param, step_scalars});
+  if (!contiguous_state(param, exp_avg, exp_avg_sq) ||
+      !backend_for(param.device())
+           .adam_update_from_device(param, grad.contiguous(), exp_avg, exp_avg_sq, step_scalars,
+                                    beta1, beta2, eps, weight_decay, decoupled_weight_decay)) {
+    // Backends without the kernel read the three numbers (a wait for the device; inside a CUDA
+    // graph capture that is refused with a clear error).
+    const std::vector<double> s = step_scalars.to_vector<double>();
+    composed_adam_update(param, grad, exp_avg, exp_avg_sq, {s[0], s[1], s[2]}, beta1, beta2, eps,
+                         weight_decay, decoupled_weight_decay);
+  }
+  bump_versions(param, exp_avg, exp_avg_sq);
 }
 
 }  // namespace sg

@@ -53,4 +53,19 @@ using ComposedFn = std::function<Tensor(const std::vector<Tensor>&)>;
 std::vector<Tensor> composed_backward(const ComposedFn& composed, const std::vector<Tensor>& inputs,
                                       const Tensor& g);
 
+// The op a GPU kernel of gather names in a bad-index error (Note [Index checks on the device] in
+// ops/indexing.cpp): "gather", or inside this scope the op that called it, so that a loss reports
+// the user's bad target as a target ("cross_entropy: target 11 is out of range for 11 classes").
+class IndexErrorsNamed {
+ public:
+  explicit IndexErrorsNamed(std::string_view op);
+  ~IndexErrorsNamed();
+  IndexErrorsNamed(const IndexErrorsNamed&) = delete;
+  IndexErrorsNamed& operator=(const IndexErrorsNamed&) = delete;
+  static std::string_view name_or(std::string_view op);  // the scope's op, else op
+
+ private:
+  std::string_view previous_;
+};
+
 }  // namespace sg::detail

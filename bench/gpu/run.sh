@@ -2,11 +2,14 @@
 # The GPU benchmark in one command, on a machine with an NVIDIA GPU:
 #   bash bench/gpu/run.sh                          # tiny, annotated and medium, 300 steps each
 #   PRESETS="tiny" STEPS=500 bash bench/gpu/run.sh
+#   COMPILE=1 bash bench/gpu/run.sh                # also torch.compile(mode="reduce-overhead")
 #
 # 1. builds scratchgrad with CUDA (Release) in $BUILD_DIR (default build-gpu);
-# 2. for each copy-task preset, trains `copy_task train --device cuda` for $STEPS steps and the
-#    same model in PyTorch eager (bench/gpu/torch_copy_task.py) on the same GPU, one after the
-#    other, and takes the median ms per training step of each;
+# 2. for each copy-task preset, trains `copy_task train --device cuda` for $STEPS steps (eager, and
+#    as one CUDA graph: float32, --bf16, --tf32) and the same model in PyTorch eager
+#    (bench/gpu/torch_copy_task.py; with COMPILE=1 also torch.compile's reduce-overhead mode, whose
+#    compile takes about a minute a preset) on the same GPU, one after the other, and takes the
+#    median ms per training step of each;
 # 3. runs bench_gpu_kernels (softmax, layer_norm, cross-entropy bandwidth vs cudaMemcpy);
 # 4. appends a dated section with the GPU, the table and the raw JSON paths to
 #    bench/gpu/RESULTS.md.
@@ -41,20 +44,36 @@ median_of() {  # median_of FILE: the median_ms_per_step of a JSON file, or "n/a"
 
 rows=""
 for preset in $presets; do
-  echo "==== $preset: scratchgrad, $steps steps on the GPU ===="
-  "$bin" train --preset "$preset" --device cuda --steps "$steps" --eval-every "$steps" \
-    --eval-samples 20 --final-samples 20 --checkpoint-every 0 --sync-every "$sync_every" --quiet \
-    --metrics-json "$out/sg_$preset.json" --out "$scratch/sg_$preset" 2>&1 |
-    tee "$out/sg_$preset.log" || echo "scratchgrad failed on $preset: see $out/sg_$preset.log"
+  row="| $preset"
+  for variant in "eager:" "graph:--cuda-graph" "graph_bf16:--cuda-graph --bf16" "graph_tf32:--cuda-graph --tf32"; do
+    name=${variant%%:*} flags=${variant#*:}
+    echo "==== $preset: scratchgrad $name, $steps steps on the GPU ===="
+    # shellcheck disable=SC2086  # flags is a list of options
+    "$bin" train --preset "$preset" --device cuda $flags --steps "$steps" --eval-every "$steps" \
+      --eval-samples 20 --final-samples 20 --checkpoint-every 0 --sync-every "$sync_every" --quiet \
+      --metrics-json "$out/sg_${preset}_$name.json" --out "$scratch/sg_${preset}_$name" 2>&1 |
+      tee "$out/sg_${preset}_$name.log" || echo "scratchgrad $name failed on $preset"
+    row+=" | $(median_of "$out/sg_${preset}_$name.json")"
+  done
   echo "==== $preset: PyTorch eager, $steps steps on the GPU ===="
   "$python" bench/gpu/torch_copy_task.py --preset "$preset" --steps "$steps" --sync-every "$sync_every" \
     --json "$out/torch_$preset.json" 2>&1 | tee "$out/torch_$preset.log" || true
-  sg_ms=$(median_of "$out/sg_$preset.json")
   torch_ms=$(median_of "$out/torch_$preset.json")
+  compiled_ms="not run"
+  if [[ -n "${COMPILE:-}" ]]; then
+    echo "==== $preset: PyTorch torch.compile(mode=\"reduce-overhead\"), bf16 autocast ===="
+    "$python" bench/gpu/torch_copy_task.py --preset "$preset" --steps "$steps" --bf16 --compile \
+      --sync-every "$sync_every" --json "$out/torch_compile_bf16_$preset.json" 2>&1 |
+      tee "$out/torch_compile_bf16_$preset.log" || true
+    compiled_ms=$(median_of "$out/torch_compile_bf16_$preset.json")
+  fi
+  best_ms=$("$python" -c 'import sys
+v = [float(x) for x in sys.argv[1:] if x != "n/a"]
+print("%.2f" % min(v) if v else "n/a")' $(for n in eager graph graph_bf16 graph_tf32; do median_of "$out/sg_${preset}_$n.json"; done))
   ratio=$("$python" -c 'import sys
 try: print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))
-except ValueError: print("n/a")' "$sg_ms" "$torch_ms")
-  rows+="| $preset | $sg_ms | $torch_ms | $ratio |"$'\n'
+except ValueError: print("n/a")' "$best_ms" "$torch_ms")
+  rows+="$row | $torch_ms | $compiled_ms | $ratio |"$'\n'
 done
 
 echo "==== kernel bandwidth ===="
@@ -67,11 +86,11 @@ torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/nul
   echo
   echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)'),"
   echo "PyTorch $torch_version, $steps training steps per preset, loss read back every $sync_every steps on"
-  echo "both sides, median ms per step (lower is better; sg/torch < 1 means scratchgrad is faster)."
+  echo "both sides, median ms per step (lower is better; a ratio < 1 means scratchgrad is faster)."
   echo "Raw results: \`$out/\`."
   echo
-  echo "| preset | scratchgrad ms/step | PyTorch eager ms/step | sg/torch |"
-  echo "| --- | --- | --- | --- |"
+  echo "| preset | sg eager | sg graph | sg graph + bf16 | sg graph + TF32 | PyTorch eager | torch.compile bf16 | sg best / PyTorch eager |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s' "$rows"
   echo
   echo '```'

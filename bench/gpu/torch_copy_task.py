@@ -39,6 +39,11 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sync-every", type=int, default=25,
                         help="read the loss and counts back every N steps (the trainer's default)")
+    parser.add_argument("--compile", action="store_true",
+                        help='torch.compile(mode="reduce-overhead") over the forward and the loss '
+                             "(CUDA graphs through Inductor), with the fused Adam")
+    parser.add_argument("--bf16", action="store_true",
+                        help="the forward and the loss under torch.autocast(dtype=torch.bfloat16)")
     parser.add_argument("--json", help="write the result here as one JSON object")
     args = parser.parse_args()
 
@@ -97,7 +102,18 @@ def main():
             return self.generator(y)
 
     model = Model().to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=BETAS, eps=EPS)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=BETAS, eps=EPS,
+                                 fused=True if args.compile else None)
+
+    def forward_loss(src, tgt_in, tgt_out):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            logits = model(src, tgt_in)
+            flat_logits, flat_labels = logits.reshape(-1, VOCAB), tgt_out.reshape(-1)
+            loss = F.cross_entropy(flat_logits, flat_labels, ignore_index=PAD)
+        return loss, flat_logits, flat_labels
+
+    if args.compile:
+        forward_loss = torch.compile(forward_loss, mode="reduce-overhead")
     gen = torch.Generator().manual_seed(args.seed + 0x1000)
 
     def noam(step):
@@ -115,9 +131,9 @@ def main():
         seq[:, 0] = START
         seq = seq.to(device)
         tgt_in, tgt_out = seq[:, :-1], seq[:, 1:]
-        logits = model(seq, tgt_in)
-        flat_logits, flat_labels = logits.reshape(-1, VOCAB), tgt_out.reshape(-1)
-        loss = F.cross_entropy(flat_logits, flat_labels, ignore_index=PAD)
+        if args.compile:
+            torch.compiler.cudagraph_mark_step_begin()  # the last step's graph outputs are done
+        loss, flat_logits, flat_labels = forward_loss(seq, tgt_in, tgt_out)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -135,6 +151,8 @@ def main():
 
     result = {
         "framework": "pytorch",
+        "mode": "compile(reduce-overhead)" if args.compile else "eager",
+        "bf16": args.bf16,
         "torch": torch.__version__,
         "preset": args.preset,
         "device": str(device),

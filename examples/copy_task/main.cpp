@@ -284,6 +284,11 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--bf16", options.bf16,
                       "mixed precision: the forward and the loss under bfloat16 autocast "
                       "(products in bfloat16, sums, weights and Adam in float32)");
+  train_cmd->add_flag("--cuda-graph", options.cuda_graph,
+                      "on CUDA: capture the training step as one CUDA graph after the first step "
+                      "and replay it (the same results; no launch cost per kernel)");
+  train_cmd->add_flag("--tf32", options.tf32,
+                      "on CUDA: float32 products on TF32 tensor cores (faster, ~1e-3 less exact)");
   train_cmd->add_option("--sync-every", options.sync_every,
                         "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
                         "cpu, 25 on cuda, where each read makes the host wait for the GPU)");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/autocast.h"
+#include "autograd/cuda_graph.h"
 #include "decoding.h"
 #include "distributed_training.h"
 #include "nn/atomic_file.h"
@@ -158,6 +159,12 @@ void TrainOptions::validate() const {
   SG_CHECK(!zero1 || distributed,
            "--zero1 shards the optimizer state over the ranks of --distributed; add --distributed "
            "(and run under mpirun)");
+  const bool on_cuda = device.rfind("cuda", 0) == 0;
+  SG_CHECK(!cuda_graph || on_cuda, "--cuda-graph needs --device cuda (got --device {})", device);
+  SG_CHECK(!tf32 || on_cuda, "--tf32 is for float32 products on CUDA (got --device {})", device);
+  SG_CHECK(!(cuda_graph && distributed),
+           "--cuda-graph with --distributed is not supported: the gradient all-reduce runs "
+           "outside the graph; train each rank eagerly");
 }
 
 LoadedModel load_checkpoint(const std::string& path) {
@@ -280,26 +287,50 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     pending.clear();
   };
 
-  auto t_start = std::chrono::steady_clock::now();
-  while (state.step < config.steps) {
-    if (pending.empty()) window_start = std::chrono::steady_clock::now();
-    ++state.step;
+  // One training step on `batch`; returns [loss, right, real] on the device. With --cuda-graph it
+  // runs eagerly once (Adam's state, cuBLAS's setup), is then captured with the graph's own input
+  // tensors, and every later step is a replay after the batch is copied into them.
+  auto run_step = [&](const Batch& batch) {
     // First: set_to_none, so last step's gradients are freed before this forward (lower peak).
     optimizer->zero_grad();
     StepResult r = [&] {
       const sg::AutocastGuard autocast(sg::kBFloat16, options.bf16);  // the forward and the loss
-      return forward_batch(*model, on_device(ranks.my_rows(data.next(config.batch)), device),
-                           config, ranks);
+      return forward_batch(*model, batch, config, ranks);
     }();
     r.loss.backward();  // outside autocast, as PyTorch's recipe: each op remembers its precision
     ranks.finish_gradient_sync();
     optimizer->step();
-    {
-      sg::NoGradGuard no_grad;
-      pending.push_back(
-          {state.step, optimizer->lr(),
-           sg::cat({r.loss.detach().to(sg::kFloat64).reshape({1}), r.counts.to(sg::kFloat64)})});
+    sg::NoGradGuard no_grad;
+    return sg::cat({r.loss.detach().to(sg::kFloat64).reshape({1}), r.counts.to(sg::kFloat64)});
+  };
+  if (options.tf32) sg::cuda::set_allow_tf32(true);
+  std::unique_ptr<sg::cuda::Graph> graph;
+  Batch graph_input;
+  Tensor graph_stats;
+  bool warmed_up = false;
+
+  auto t_start = std::chrono::steady_clock::now();
+  while (state.step < config.steps) {
+    if (pending.empty()) window_start = std::chrono::steady_clock::now();
+    ++state.step;
+    Batch batch = on_device(ranks.my_rows(data.next(config.batch)), device);
+    Tensor stats;
+    if (!options.cuda_graph || !warmed_up) {
+      stats = run_step(batch);
+      warmed_up = true;
+    } else {
+      if (!graph) {
+        graph_input = {batch.src.clone(), batch.tgt.clone(), batch.lengths};
+        graph = std::make_unique<sg::cuda::Graph>(device);
+        graph->capture([&] { graph_stats = run_step(graph_input); });
+      } else {
+        graph_input.src.copy_(batch.src);
+        graph_input.tgt.copy_(batch.tgt);
+      }
+      graph->replay();
+      stats = graph_stats.clone();  // the graph rewrites graph_stats at the next replay
     }
+    pending.push_back({state.step, optimizer->lr(), stats});
     const bool eval_now = state.step % config.eval_every == 0 || state.step == config.steps;
     const bool checkpoint_now =
         config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0;
@@ -347,6 +378,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   TrainSummary summary;
   summary.world_size = ranks.world_size();
   summary.bf16 = options.bf16;
+  summary.cuda_graph = options.cuda_graph;
   summary.gradient_bytes = ranks.gradient_bytes();
   summary.optimizer_state_bytes = ranks.optimizer_state_bytes(*optimizer);
   if (!writer) {  // the other ranks are done: rank 0 evaluates and reports

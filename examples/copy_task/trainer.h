@@ -54,9 +54,15 @@ struct TrainOptions {
   // products read bfloat16 operands and sum in float32; the weights, gradients and Adam stay
   // float32 (docs/13b-mixed-precision.md). Evaluation and decoding stay float32.
   bool bf16 = false;
+  // On CUDA: the step (forward, loss, backward, Adam) captured as one CUDA graph after the first
+  // eager step and replayed, each batch copied into the graph's input tensors first
+  // (autograd/cuda_graph.h, docs/14-cuda.md). The same bits as eager steps.
+  bool cuda_graph = false;
+  // On CUDA: float32 products on TF32 tensor cores (sg::cuda::set_allow_tf32).
+  bool tf32 = false;
 
   // Clear errors for --sync-every < 1, --resume with --overwrite, --bucket-mb <= 0, --zero1
-  // without --distributed.
+  // without --distributed, --cuda-graph or --tf32 off CUDA, --cuda-graph with --distributed.
   void validate() const;
 };
 
@@ -66,6 +72,7 @@ struct TrainSummary {
   double train_seconds = 0, median_ms_per_step = 0;
   int world_size = 1;          // ranks that trained (1 without --distributed)
   bool bf16 = false;           // the steps ran under autocast (--bf16)
+  bool cuda_graph = false;     // the steps after the first were replays of one CUDA graph
   int64_t gradient_bytes = 0;  // all-reduced per step by each rank (0 without --distributed)
   // Bytes of optimizer state (Adam's moments) each rank holds at the end, in rank order.
   std::vector<int64_t> optimizer_state_bytes;

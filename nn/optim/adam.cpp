@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#include "autograd/backend/adam_step_scalars.h"
+#include "autograd/backend/backend.h"
+#include "autograd/cuda_graph.h"
+
 namespace sg::optim {
 
 namespace {
@@ -93,6 +97,42 @@ void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
   Tensor denom = second_moment.sqrt() / std::sqrt(bias_correction2);
   denom.add_(o.eps);
   param.addcdiv_(m, denom, -lr / bias_correction1);
+}
+
+void Adam::capture_updates(const std::vector<size_t>& updated) {
+  for (const size_t i : updated) {
+    SG_CHECK(!group_options_[group_of(i)].amsgrad,
+             "{}: amsgrad cannot be captured in a CUDA graph (its update is several ops with the "
+             "lr as a host number); capture without it",
+             name());
+  }
+  const Device device = params()[updated.front()].device();
+  // Made in the capture, in memory no kernel of the graph writes: each replay's values are put
+  // there before it runs.
+  const cuda::ReplayInputScope written_before_each_replay;
+  graph_step_scalars_ =
+      empty({static_cast<int64_t>(params().size()), 3}, TensorOptions(kFloat64).device(device));
+  for (const size_t i : updated) {
+    const AdamOptions& o = group_options_[group_of(i)];
+    Tensor param = params()[i];
+    adam_update_(param, param.grad(), buffer("exp_avg", i), buffer("exp_avg_sq", i),
+                 graph_step_scalars_.select(0, static_cast<int64_t>(i)), o.betas.first,
+                 o.betas.second, o.eps, o.weight_decay, decoupled_weight_decay_);
+  }
+}
+
+void Adam::before_replay(const std::vector<size_t>& updated) {
+  std::vector<double> table(params().size() * 3, 0.0);
+  for (const size_t i : updated) {
+    const AdamOptions& o = group_options_[group_of(i)];
+    const AdamStepScalars s = adam_step_scalars(lr(group_of(i)), o.betas.first, o.betas.second,
+                                                o.weight_decay, param_step(i));
+    table[3 * i] = s.step_size;
+    table[3 * i + 1] = s.sqrt_bias_correction2;
+    table[3 * i + 2] = s.decay;
+  }
+  backend_for(graph_step_scalars_.device())
+      .copy_from_host(graph_step_scalars_.raw_data(), table.data(), table.size() * sizeof(double));
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions o)

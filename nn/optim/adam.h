@@ -65,11 +65,16 @@ class Adam : public Optimizer {
  protected:
   Adam(std::string name, std::vector<AdamParamGroup> groups, AdamOptions defaults, bool decoupled);
   void update(size_t i, Tensor& param, const Tensor& grad) override;
+  // CUDA graphs: the fused update reading each parameter's AdamStepScalars (the lr and the step's
+  // bias corrections) from a device table that before_replay rewrites.
+  void capture_updates(const std::vector<size_t>& updated) override;
+  void before_replay(const std::vector<size_t>& updated) override;
 
  private:
   AdamOptions defaults_;
   std::vector<AdamOptions> group_options_;
   bool decoupled_weight_decay_;
+  Tensor graph_step_scalars_;  // float64 [parameters, 3] on the device, while a graph lives
 };
 
 class AdamW : public Adam {

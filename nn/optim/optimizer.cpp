@@ -1,5 +1,7 @@
 #include "nn/optim/optimizer.h"
 
+#include "autograd/cuda_graph.h"
+
 #include <cmath>
 #include <set>
 
@@ -81,6 +83,7 @@ void Optimizer::set_lr(size_t group, double lr) {
 
 void Optimizer::step() {
   NoGradGuard no_grad;  // the updates are not part of any graph
+  if (!params_.empty() && cuda::is_capturing(params_.front().device())) return step_in_capture();
   ++step_count_;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor grad = params_[i].grad();
@@ -93,6 +96,35 @@ void Optimizer::step() {
     ++param_steps_[i];
     update(i, params_[i], grad);
   }
+}
+
+// In a CUDA graph capture nothing runs yet: the updates are recorded, and the host part of the step
+// (the counts, then the subclass's values on the device) is done before each replay.
+void Optimizer::step_in_capture() {
+  std::vector<size_t> updated;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    SG_CHECK(param_steps_[i] > 0,
+             "{}: parameter {} has no optimizer state yet; run one step eagerly before capturing "
+             "the step in a CUDA graph (a graph would make, and zero, the state at every replay)",
+             name_, i);
+    updated.push_back(i);
+  }
+  if (updated.empty()) return;
+  capture_updates(updated);
+  cuda::before_each_replay(params_[updated.front()].device(), [this, updated] {
+    ++step_count_;
+    for (const size_t i : updated) ++param_steps_[i];
+    before_replay(updated);
+  });
+}
+
+void Optimizer::capture_updates(const std::vector<size_t>& /*updated*/) {
+  SG_FAIL(
+      "{}: cannot step inside a CUDA graph capture: its update takes the lr and the step count "
+      "as host numbers, which a graph would freeze at today's values (Adam and AdamW without "
+      "amsgrad read them from the device)",
+      name_);
 }
 
 void Optimizer::zero_grad() {

@@ -36,7 +36,9 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   // One update of every parameter that has a gradient; parameters without one are skipped and keep
-  // their state (as in PyTorch, their per-parameter step count does not advance).
+  // their state (as in PyTorch, their per-parameter step count does not advance). Inside a CUDA
+  // graph capture (autograd/cuda_graph.h) it records the updates, and each replay counts the
+  // step, as an eager step() would, before the kernels run.
   virtual void step();
   // Clears every parameter's gradient (sets it undefined: PyTorch's set_to_none).
   void zero_grad();
@@ -85,6 +87,12 @@ class Optimizer {
   Tensor& buffer(const std::string& name, size_t i);
   int64_t param_step(size_t i) const { return param_steps_[i]; }
   size_t group_of(size_t i) const { return group_of_[i]; }
+  // CUDA graphs: record the updates of the parameters `updated` (each has state already) so that
+  // they read from the device what changes between steps (the lr, the step count); the default
+  // refuses, naming the optimizer. before_replay puts those values on the device before each
+  // replay, param_step(i) already counting the replayed step.
+  virtual void capture_updates(const std::vector<size_t>& updated);
+  virtual void before_replay(const std::vector<size_t>& /*updated*/) {}
 
  private:
   struct Group {
@@ -92,6 +100,7 @@ class Optimizer {
     std::vector<std::string> buffer_names;
   };
   void check_group(size_t group) const;
+  void step_in_capture();
   void check_lr(double lr) const;
 
   std::string name_;

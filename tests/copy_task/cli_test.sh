@@ -49,6 +49,8 @@ expect_error "garbage.safetensors" decode --checkpoint "$dir/garbage.safetensors
 expect_error "garbage.safetensors" eval --checkpoint "$dir/garbage.safetensors"
 expect_error "--resume: no checkpoint" train --resume --steps 1 --out "$dir/empty"
 expect_error "--sync-every must be at least 1, got 0" train --sync-every 0 --steps 1 --out "$dir/x"
+expect_error "--cuda-graph needs --device cuda (got --device cpu)" train --cuda-graph --steps 1 --out "$dir/x"
+expect_error "--tf32 is for float32 products on CUDA" train --tf32 --steps 1 --out "$dir/x"
 
 # A quickly trained model for the decode paths (accuracy does not matter here).
 expect_ok "saved model" train --steps 20 --batch 8 --eval-every 10 --eval-samples 4 --final-samples 4 \

@@ -155,33 +155,48 @@ TEST_F(CudaTraining, StepsOfATransformerMatchTheCpu) {
   }
 }
 
-// Under autocast both devices read the same bfloat16-rounded operands and sum in float32 (in
-// different orders, tensor cores on the GPU): the first step's loss and gradients agree far
-// closer than bfloat16's own step (2^-8).
+// Under autocast both devices read bfloat16-rounded operands and sum in float32, in different
+// orders (tensor cores on the GPU). Where a value lands next to a bfloat16 rounding boundary it
+// rounds the other way on the other device, and at this untrained model's first step the flips
+// carry far: measured on an H100, the devices' gradients differ by 1.0-1.4x what autocast itself
+// changes (bfloat16 against float32); the CPU's reference and fast kernels differ from each other
+// by 0.5-0.9x of it. So, over all the gradients: the devices differ by less than twice autocast's
+// own effect, and autocast changes the GPU's gradients by about as much as the CPU's (a GPU that
+// skipped the rounding would change them by nothing).
 TEST_F(CudaTraining, AStepUnderAutocastMatchesTheCpu) {
-  manual_seed(0);
-  Transformer cpu_model(tiny_options(0.0));
-  manual_seed(0);
-  Transformer gpu_model(tiny_options(0.0));
-  gpu_model.to(kGpu);
-  const Batch b = copy_batch(3);
-  Tensor cpu_loss, gpu_loss;
-  {
-    AutocastGuard autocast(kBFloat16);
-    cpu_loss = loss_of(cpu_model, b);
-    gpu_loss = loss_of(gpu_model, b.to(kGpu));
-  }
-  EXPECT_NEAR(gpu_loss.item<double>(), cpu_loss.item<double>(), 1e-3 * cpu_loss.item<double>());
-  cpu_loss.backward();
-  gpu_loss.backward();
-  const NamedTensors cpu_params = cpu_model.named_parameters();
-  const NamedTensors gpu_params = gpu_model.named_parameters();
-  for (size_t i = 0; i < cpu_params.size(); ++i) {
-    if (is_key_bias(cpu_params[i].first)) continue;  // zero up to rounding (see above)
-    EXPECT_EQ(gpu_params[i].second.grad().dtype(), kFloat32);
-    EXPECT_LT(relative_error(gpu_params[i].second.grad(), cpu_params[i].second.grad()), 1e-2)
-        << "gradient of " << cpu_params[i].first;
-  }
+  auto gradients = [](Device device, bool bf16) {
+    manual_seed(0);
+    Transformer model(tiny_options(0.0));
+    model.to(device);
+    const Batch b = copy_batch(3).to(device);
+    Tensor loss;
+    {
+      AutocastGuard autocast(kBFloat16, bf16);
+      loss = loss_of(model, b);
+    }
+    loss.backward();
+    std::vector<Tensor> grads;
+    for (const auto& [name, p] : model.named_parameters()) {
+      if (is_key_bias(name)) continue;  // zero up to rounding (see above)
+      EXPECT_EQ(p.grad().dtype(), kFloat32) << name;
+      grads.push_back(p.grad().to(kCPU).reshape({-1}));
+    }
+    return std::make_pair(loss.item<double>(), cat(grads));
+  };
+  const auto [cpu_loss, cpu_bf16] = gradients(kCPU, true);
+  const auto [gpu_loss, gpu_bf16] = gradients(kGpu, true);
+  const Tensor cpu_float32 = gradients(kCPU, false).second;
+  const Tensor gpu_float32 = gradients(kGpu, false).second;
+  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-3 * cpu_loss);
+  const double between_devices = relative_error(gpu_bf16, cpu_bf16);
+  const double cpu_effect = relative_error(cpu_bf16, cpu_float32);
+  const double gpu_effect = relative_error(gpu_bf16, gpu_float32);
+  EXPECT_GT(cpu_effect, 1e-3);  // autocast does round
+  EXPECT_LE(between_devices, 2 * cpu_effect)
+      << "the devices differ by " << between_devices << ", autocast changes the gradients by "
+      << cpu_effect;
+  EXPECT_GT(gpu_effect, 0.5 * cpu_effect) << "GPU " << gpu_effect << ", CPU " << cpu_effect;
+  EXPECT_LT(gpu_effect, 2 * cpu_effect) << "GPU " << gpu_effect << ", CPU " << cpu_effect;
 }
 
 #if SCRATCHGRAD_HAS_CUDA && !defined(SG_CUDA_PARITY_ON_CPU)

@@ -8,6 +8,13 @@
 //
 // One stream per device makes reuse safe without events: a kernel that still reads a freed block
 // was queued before any kernel that writes its next owner, and runs first.
+//
+// A CUDA graph (cuda_graph.h) replays the addresses it was captured with, so the blocks its
+// kernels use must never go to anyone else while it lives. During a capture every allocation
+// comes from the graph's own pool, and every block freed goes to it; a block of that pool that is
+// freed later goes back to the pool too,
+// where only the same capture may take it again (in stream order, so that is safe), and only when
+// the graph is destroyed does the pool's free space join the general cache.
 #pragma once
 
 #include <cstddef>
@@ -37,13 +44,22 @@ class CachingAllocator {
   CachingAllocator& operator=(const CachingAllocator&) = delete;
 
   // A block of at least nbytes (never null, even for 0 bytes). The caller has made device_ the
-  // current device. Throws sg::Error when the device is out of memory.
-  void* allocate(size_t nbytes);
+  // current device. Throws sg::Error when the device is out of memory. untouched: during a
+  // capture, a block the graph has not used (not from its pool's free list), for a tensor the host
+  // writes before each replay (cuda_graph.h's ReplayInputScope).
+  void* allocate(size_t nbytes, bool untouched = false);
   // Puts the block back on its free list; no CUDA call, so it is safe in destructors.
   void deallocate(void* ptr) noexcept;
   // Gives every cached (free) block back to the driver.
   void empty_cache();
   CudaMemoryStats stats() const;
+
+  // Graph pools: from begin_graph_pool() to end_graph_capture(), allocate() serves the new pool
+  // (its id is returned); release_graph_pool(id) hands its free blocks to the general cache, and
+  // its blocks still in use go there when freed.
+  int begin_graph_pool();
+  void end_graph_capture();
+  void release_graph_pool(int pool);
 
   // The bucket a request falls in: powers of two from 512 bytes to 1 MiB (small tensors come in
   // many sizes; rounding up wastes little), then multiples of 2 MiB (large tensors are few, and a
@@ -60,12 +76,21 @@ class CachingAllocator {
   }
 
  private:
+  using FreeLists = std::unordered_map<size_t, std::vector<void*>>;  // bucket size -> free blocks
+  struct LiveBlock {
+    size_t size;  // its bucket
+    int pool;     // 0: the general cache; else a graph's pool
+  };
   void release_cached_blocks();  // with mutex_ held
+  static void* take(FreeLists& lists, size_t size);
 
   int device_;
   mutable std::mutex mutex_;
-  std::unordered_map<size_t, std::vector<void*>> free_blocks_;  // bucket size -> free blocks
-  std::unordered_map<void*, size_t> live_blocks_;               // block -> its bucket size
+  FreeLists free_blocks_;                           // the general cache
+  std::unordered_map<int, FreeLists> graph_pools_;  // pool id -> its free blocks
+  int capturing_pool_ = 0;                          // the pool allocate() serves; 0: general
+  int next_pool_ = 1;
+  std::unordered_map<void*, LiveBlock> live_blocks_;
   CudaMemoryStats stats_;
 };
 

@@ -30,6 +30,8 @@ CublasApi load() {
   CublasApi api;
   resolve(library, "cublasCreate_v2", api.create);
   resolve(library, "cublasSetStream_v2", api.set_stream);
+  resolve(library, "cublasSetWorkspace_v2", api.set_workspace);
+  resolve(library, "cublasSetMathMode", api.set_math_mode);
   resolve(library, "cublasSgemmStridedBatched", api.sgemm_strided_batched);
   resolve(library, "cublasDgemmStridedBatched", api.dgemm_strided_batched);
   resolve(library, "cublasGemmStridedBatchedEx", api.gemm_strided_batched_ex);

@@ -28,6 +28,8 @@ using GemmStridedBatchedEx = cublasStatus_t (*)(
 struct CublasApi {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSetWorkspace_v2) set_workspace = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;  // TF32 for float32 products
   decltype(&cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
   decltype(&cublasDgemmStridedBatched) dgemm_strided_batched = nullptr;
   GemmStridedBatchedEx gemm_strided_batched_ex = nullptr;  // bfloat16 products

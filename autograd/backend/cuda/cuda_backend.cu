@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "autograd/backend/cuda/cuda_check.h"
 #include "autograd/backend/cuda/launch.cuh"
 #include "autograd/backend/cuda/staging.h"
+#include "autograd/cuda_graph.h"
 
 namespace sg {
 
@@ -72,6 +74,13 @@ const Probe& cuda_probe() {
 }
 
 std::atomic<int64_t> device_to_host_copies{0};
+
+// The stream of the backend whose Scope is open on this thread (launch_stream()).
+thread_local cudaStream_t scope_stream = nullptr;
+
+// cuBLAS's workspace, set explicitly so that eager calls and captured ones (which cannot allocate
+// one) choose the same algorithms: 32 MiB, what NVIDIA advises for Hopper.
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 // The names of the ops whose kernels check indices, numbered in order of first use: a kernel
 // records the number (index_op_id), the host message the name. Grows by a handful of entries.
@@ -156,15 +165,28 @@ CudaBackend::CudaBackend(int device)
   SG_CUDA_CHECK(cudaMalloc(&error_slot_.claimed, sizeof(int)));
   SG_CUDA_CHECK(cudaMemset(error_slot_.claimed, 0, sizeof(int)));
   error_slot_.record = static_cast<IndexErrorRecord*>(device_record);
+  // A blocking stream (not cudaStreamNonBlocking): it stays ordered with the legacy default stream.
+  SG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamDefault));
 }
 
-CudaBackend::Scope::Scope(CudaBackend& backend) : guard(backend.device_) {
+CudaBackend::Scope::Scope(CudaBackend& backend)
+    : guard(backend.device_), previous_stream(scope_stream) {
+  scope_stream = backend.stream_;
   backend.throw_deferred_errors();
+}
+
+CudaBackend::Scope::~Scope() { scope_stream = previous_stream; }
+
+void CudaBackend::refuse_while_capturing(std::string_view what, std::string_view instead) const {
+  SG_CHECK(!capturing_,
+           "{}: {} inside a CUDA graph capture: a graph runs on the GPU alone and cannot stop for "
+           "the host; {}",
+           name_, what, instead);
 }
 
 void* CudaBackend::allocate(size_t nbytes) {
   Scope scope(*this);
-  return allocator_.allocate(nbytes);
+  return allocator_.allocate(nbytes, capturing_ && ReplayInputScope::active());
 }
 
 void CudaBackend::deallocate(void* ptr, size_t /*nbytes*/) { allocator_.deallocate(ptr); }
@@ -172,18 +194,33 @@ void CudaBackend::deallocate(void* ptr, size_t /*nbytes*/) { allocator_.dealloca
 void CudaBackend::copy_from_host(void* dst, const void* host_src, size_t nbytes) {
   if (nbytes == 0) return;
   Scope scope(*this);
+  if (capturing_) {
+    // A constant of the graph (a causal mask, positions): every replay copies these same bytes,
+    // from a pinned copy the graph keeps. Inputs that change go into tensors made before
+    // capture, filled before each replay (cuda_graph.h).
+    void* pinned = nullptr;
+    SG_CUDA_CHECK(cudaHostAlloc(&pinned, nbytes, cudaHostAllocDefault));
+    std::memcpy(pinned, host_src, nbytes);
+    capture_.constants.push_back(pinned);
+    SG_CUDA_CHECK(cudaMemcpyAsync(dst, pinned, nbytes, cudaMemcpyHostToDevice, stream_));
+    return;
+  }
   // Through a pinned buffer, in stream order, without waiting for the GPU (staging.h); not a
   // device-to-host copy, so device_to_host_copies does not count it.
-  staging_.upload(dst, host_src, nbytes);
+  staging_.upload(dst, host_src, nbytes, stream_);
 }
 
 void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t nbytes) {
   if (nbytes == 0) return;
   Scope scope(*this);
+  refuse_while_capturing(
+      "a read back to the host (item(), to(kCPU), to_vector(), a check on values)",
+      "read the step's outputs after replay() instead");
   ++device_to_host_copies;
   // Waits for every kernel queued before it, which makes this the place where a deferred
   // kernel error surfaces.
-  SG_CUDA_CHECK(cudaMemcpy(host_dst, src, nbytes, cudaMemcpyDeviceToHost));
+  SG_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, stream_));
+  SG_CUDA_CHECK(cudaStreamSynchronize(stream_));
   throw_deferred_errors();
 }
 
@@ -191,18 +228,22 @@ cublasHandle_t CudaBackend::cublas() {
   std::call_once(cublas_once_, [this] {
     const CublasApi& api = cublas_api();  // loaded here, on first use
     SG_CUBLAS_CHECK(api.create(&cublas_));
-    SG_CUBLAS_CHECK(api.set_stream(cublas_, nullptr));  // the default stream, like the kernels
+    SG_CUBLAS_CHECK(api.set_stream(cublas_, stream_));  // the kernels' stream
+    SG_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
+    SG_CUBLAS_CHECK(api.set_workspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
   });
   return cublas_;
 }
 
 void CudaBackend::empty_cache() {
   Scope scope(*this);
+  refuse_while_capturing("empty_cache", "call it before capture() or after");
   allocator_.empty_cache();
 }
 
 void CudaBackend::synchronize() {
   Scope scope(*this);
+  refuse_while_capturing("synchronize", "call it after replay()");
   SG_CUDA_CHECK(cudaDeviceSynchronize());
   throw_deferred_errors();
 }
@@ -213,7 +254,7 @@ void CudaBackend::throw_deferred_errors() {
   const IndexErrorRecord found{r->op, r->index, r->size, r->dim, 1};
   // Re-arm: clear the host record, then (in stream order, after the failed kernel) the claim.
   r->ready = 0;
-  SG_CUDA_CHECK(cudaMemsetAsync(error_slot_.claimed, 0, sizeof(int), nullptr));
+  SG_CUDA_CHECK(cudaMemsetAsync(error_slot_.claimed, 0, sizeof(int), stream_));
   SG_FAIL(
       "{} (found by a CUDA kernel, which runs asynchronously: the error surfaces at a later "
       "call, here on {})",
@@ -249,6 +290,10 @@ void cuda_synchronize(int index) { static_cast<CudaBackend&>(cuda_backend(index)
 
 int64_t cuda_device_to_host_copies() { return device_to_host_copies.load(); }
 
+cudaStream_t cuda_stream(int index) {
+  return static_cast<CudaBackend&>(cuda_backend(index)).stream();
+}
+
 namespace cuda {
 
 IndexErrorSlot index_error_slot() { return current_backend().error_slot(); }
@@ -263,6 +308,10 @@ int index_op_id(std::string_view op) {
 }
 
 cublasHandle_t cublas_handle() { return current_backend().cublas(); }
+
+cudaStream_t launch_stream() {
+  return scope_stream != nullptr ? scope_stream : current_backend().stream();
+}
 
 }  // namespace cuda
 

@@ -5,16 +5,20 @@
 //
 // The kernels live one family per file (elementwise.cu, reduce.cu, gemm.cu (cuBLAS), softmax.cu,
 // indexing.cu, and the fused layer_norm.cu and adam.cu), named like their CPU twins in
-// backend/cpu/. Everything runs on the device's
-// default stream, in order, so the host queues kernels without waiting for them; it waits for the
-// GPU when it reads data back (copy_to_host: Tensor::to(kCPU), item(), to_vector()). Uploads
-// (copy_from_host) do not wait: they go through pinned staging buffers (staging.h).
+// backend/cpu/. Everything runs on one stream per device (the backend's own, which CUDA graphs
+// can capture; it is a blocking stream, so work on the legacy default stream, NCCL's for one,
+// stays ordered with it), in order, so the host queues kernels without waiting for them; it waits
+// for the GPU when it reads data back (copy_to_host: Tensor::to(kCPU), item(), to_vector()).
+// Uploads (copy_from_host) do not wait: they go through pinned staging buffers (staging.h).
 #pragma once
 
 #include <cstdint>
 
+#include <atomic>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "autograd/backend/backend.h"
 #include "autograd/backend/cuda/allocator.h"
@@ -39,6 +43,9 @@ void cuda_synchronize(int index = 0);
 // How many device-to-host copies the CUDA backend has made so far, on any device: each one
 // makes the host wait for the GPU, so a training step makes none (tests/nn/test_cuda_training.cpp).
 int64_t cuda_device_to_host_copies();
+// The stream device `index`'s kernels run on (for code that adds its own work in order with
+// them: NCCL's collectives, benchmarks).
+cudaStream_t cuda_stream(int index = 0);
 
 namespace cuda {
 
@@ -85,6 +92,12 @@ class CudaBackend final : public Backend {
   bool adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                    const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                    double weight_decay, bool decoupled_weight_decay, int64_t step) override;
+  // Their twins for CUDA graphs, reading what a replay changes from the device (cuda_graph.h).
+  bool uniform_from_device(const Tensor& out, const Tensor& state) override;
+  bool adam_update_from_device(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                               const Tensor& exp_avg_sq, const Tensor& step_scalars, double beta1,
+                               double beta2, double eps, double weight_decay,
+                               bool decoupled_weight_decay) override;
 
   // For the kernels and the tools above.
   cublasHandle_t cublas();
@@ -94,14 +107,37 @@ class CudaBackend final : public Backend {
   CudaStagingStats staging_stats() const { return staging_.stats(); }
   void empty_cache();
   void synchronize();
+  cudaStream_t stream() const { return stream_; }
+
+  // ---- CUDA graph capture (graph.cu, cuda_graph.h) ----
+  struct Capture {
+    cudaGraph_t graph = nullptr;
+    int pool = 0;                              // the allocator's pool of the graph
+    std::vector<void*> constants;              // pinned host copies of uploads made in it
+    std::vector<std::function<void()>> hooks;  // host work before each replay
+  };
+  // Starts capturing this device's stream; allocations go to a new pool until end_capture().
+  void begin_capture();
+  // Ends it: the graph (nullptr when the capture broke) and what it owns. Never throws.
+  Capture end_capture() noexcept;
+  bool capturing() const { return capturing_; }
+  void add_replay_hook(std::function<void()> hook);
+  void release_graph_pool(int pool) { allocator_.release_graph_pool(pool); }
 
  private:
   // Every call: make the device current, and report a bad index that a kernel of an earlier call
   // found (reading the mapped record costs no copy and no wait).
+  // It also makes this backend's stream the one launch_stream() gives.
   struct Scope {
     explicit Scope(CudaBackend& backend);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
     DeviceGuard guard;
+    cudaStream_t previous_stream;
   };
+  // The clear error for what a graph cannot hold (a wait for the GPU): `what` names it.
+  void refuse_while_capturing(std::string_view what, std::string_view instead) const;
 
   void throw_deferred_errors();
 
@@ -110,8 +146,12 @@ class CudaBackend final : public Backend {
   std::string name_;
   CachingAllocator allocator_;
   StagingPool staging_;
+  cudaStream_t stream_ = nullptr;
   std::once_flag cublas_once_;
   cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  std::atomic<bool> capturing_{false};
+  Capture capture_;
   IndexErrorRecord* host_record_ = nullptr;
   IndexErrorSlot error_slot_{nullptr, nullptr};
 };

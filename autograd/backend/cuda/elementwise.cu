@@ -79,7 +79,8 @@ void map1(std::string_view op, const Tensor& x, const Tensor& out, F f) {
   const int64_t n = out.numel();
   if (n == 0) return;
   auto layout = make_layout<2>(op, out.shape(), {&out.strides(), &x.strides()});
-  map1_kernel<<<grid_for(n), kBlockSize>>>(layout, n, out.data_ptr<Out>(), x.data_ptr<In>(), f);
+  map1_kernel<<<grid_for(n), kBlockSize, 0, launch_stream()>>>(layout, n, out.data_ptr<Out>(),
+                                                               x.data_ptr<In>(), f);
   SG_CUDA_CHECK_LAUNCH();
 }
 
@@ -88,8 +89,8 @@ void map2(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& o
   const int64_t n = out.numel();
   if (n == 0) return;
   auto layout = make_layout<3>(op, out.shape(), {&out.strides(), &a.strides(), &b.strides()});
-  map2_kernel<<<grid_for(n), kBlockSize>>>(layout, n, out.data_ptr<Out>(), a.data_ptr<In>(),
-                                           b.data_ptr<In>(), f);
+  map2_kernel<<<grid_for(n), kBlockSize, 0, launch_stream()>>>(
+      layout, n, out.data_ptr<Out>(), a.data_ptr<In>(), b.data_ptr<In>(), f);
   SG_CUDA_CHECK_LAUNCH();
 }
 
@@ -146,9 +147,11 @@ struct ArithmeticFn {
   }
 };
 
-// out[i] = uniform_at(state, i + 1): the same formula as the CPU kernel, so the same bits.
+// out[i] = uniform_at(state, i + 1): the same formula as the CPU kernel, so the same bits. The
+// state comes by value, or from the device in a CUDA graph (written before each replay).
 template <typename T>
-__global__ void uniform_kernel(T* out, int64_t n, uint64_t state) {
+__global__ void uniform_kernel(T* out, int64_t n, uint64_t by_value, const int64_t* on_device) {
+  const uint64_t state = on_device != nullptr ? static_cast<uint64_t>(*on_device) : by_value;
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     out[i] = static_cast<T>(uniform_at(state, static_cast<uint64_t>(i) + 1));
   }
@@ -162,7 +165,8 @@ void CudaBackend::fill(const Tensor& out, double value) {
   if (n == 0) return;
   auto layout = make_layout<1>("fill", out.shape(), {&out.strides()});
   dispatch_dtype_and_bfloat16("fill", out.dtype(), [&]<typename T>() {
-    fill_kernel<<<grid_for(n), kBlockSize>>>(layout, n, out.data_ptr<T>(), static_cast<T>(value));
+    fill_kernel<<<grid_for(n), kBlockSize, 0, launch_stream()>>>(layout, n, out.data_ptr<T>(),
+                                                                 static_cast<T>(value));
     SG_CUDA_CHECK_LAUNCH();
   });
 }
@@ -229,7 +233,7 @@ void CudaBackend::where(const Tensor& condition, const Tensor& a, const Tensor& 
   auto layout = make_layout<4>("where", out.shape(),
                                {&out.strides(), &condition.strides(), &a.strides(), &b.strides()});
   dispatch_dtype_and_bfloat16("where", out.dtype(), [&]<typename T>() {
-    where_kernel<<<grid_for(n), kBlockSize>>>(
+    where_kernel<<<grid_for(n), kBlockSize, 0, launch_stream()>>>(
         layout, n, out.data_ptr<T>(), condition.data_ptr<bool>(), a.data_ptr<T>(), b.data_ptr<T>());
     SG_CUDA_CHECK_LAUNCH();
   });
@@ -240,9 +244,22 @@ void CudaBackend::uniform(const Tensor& out, uint64_t state) {
   const int64_t n = out.numel();
   if (n == 0) return;
   dispatch_floating("uniform", out.dtype(), [&]<typename T>() {
-    uniform_kernel<<<grid_for(n), kBlockSize>>>(out.data_ptr<T>(), n, state);
+    uniform_kernel<<<grid_for(n), kBlockSize, 0, launch_stream()>>>(out.data_ptr<T>(), n, state,
+                                                                    nullptr);
     SG_CUDA_CHECK_LAUNCH();
   });
+}
+
+bool CudaBackend::uniform_from_device(const Tensor& out, const Tensor& state) {
+  Scope scope(*this);
+  const int64_t n = out.numel();
+  if (n == 0) return true;
+  dispatch_floating("uniform", out.dtype(), [&]<typename T>() {
+    uniform_kernel<<<grid_for(n), kBlockSize, 0, launch_stream()>>>(out.data_ptr<T>(), n, 0,
+                                                                    state.data_ptr<int64_t>());
+    SG_CUDA_CHECK_LAUNCH();
+  });
+  return true;
 }
 
 }  // namespace sg::cuda

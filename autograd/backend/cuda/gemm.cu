@@ -8,13 +8,15 @@
 // batch stride of 0 repeats one matrix for the whole batch; all batches go in one strided-batched
 // call. Autocast's products (gemm_bfloat16) convert their float32 operands to bfloat16 copies on
 // the device and call cublasGemmStridedBatchedEx with bfloat16 inputs, float32 output and float32
-// compute: tensor cores on Ampere and later.
+// compute: tensor cores on Ampere and later. float32 products use TF32 tensor cores only when
+// set_allow_tf32(true) asks for them (PyTorch's allow_tf32, off by default).
 #include <climits>
 
 #include "autograd/backend/blas_matrix.h"
 #include "autograd/backend/cuda/bfloat16_support.h"
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/cuda_graph.h"
 #include "autograd/factory.h"
 
 namespace sg::cuda {
@@ -49,6 +51,11 @@ void CudaBackend::gemm(const Tensor& a, const Tensor& b, const Tensor& out, bool
   if (K == 0) return accumulate ? void() : fill(out, 0.0);  // a sum of nothing
   const BlasMatrix A = as_blas_matrix(a), B = as_blas_matrix(b);
   cublasHandle_t handle = cublas_handle();
+  // TF32 tensor cores for float32 only when asked (cuda_graph.h's set_allow_tf32): exact float32
+  // otherwise, as on the CPU.
+  SG_CUBLAS_CHECK(cublas_api().set_math_mode(handle, out.dtype() == kFloat32 && allow_tf32()
+                                                         ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                         : CUBLAS_DEFAULT_MATH));
   // Column-major Cᵀ [N, M] = Bᵀ [N, K] · Aᵀ [K, M]; ldc = N because C is row-major contiguous.
   dispatch_floating("matmul", out.dtype(), [&]<typename T>() {
     const T alpha = 1, beta = accumulate ? 1 : 0;

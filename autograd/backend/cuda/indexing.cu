@@ -138,7 +138,7 @@ void CudaBackend::index_select(const Tensor& x, int64_t dim, const Tensor& index
   const DimLayout s = dim_layout(x.shape(), dim);
   const int64_t n = index.numel();
   dispatch_element_size(x.dtype(), [&]<typename E>() {
-    index_select_kernel<<<grid_for(total), kBlockSize>>>(
+    index_select_kernel<<<grid_for(total), kBlockSize, 0, launch_stream()>>>(
         static_cast<const E*>(x.raw_data()), index.data_ptr<int64_t>(),
         static_cast<E*>(out.raw_data()), total, n, s, dim, index_error_slot(), index_op_id(op));
     SG_CUDA_CHECK_LAUNCH();
@@ -156,7 +156,7 @@ void CudaBackend::index_add(const Tensor& out, int64_t dim, const Tensor& index,
     if constexpr (std::is_same_v<T, bool>) {
       SG_FAIL("index_add: not defined for bool tensors");
     } else {
-      index_add_kernel<<<grid_for(total), kBlockSize>>>(
+      index_add_kernel<<<grid_for(total), kBlockSize, 0, launch_stream()>>>(
           out.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), total, n, s, dim,
           index_error_slot(), index_op_id("index_add"));
       SG_CUDA_CHECK_LAUNCH();
@@ -171,7 +171,7 @@ void CudaBackend::gather(const Tensor& x, int64_t dim, const Tensor& index, cons
   if (total == 0) return;
   const GatherShape g = gather_shape_of(op, x.shape(), index, dim);
   dispatch_element_size(x.dtype(), [&]<typename E>() {
-    gather_kernel<<<grid_for(total), kBlockSize>>>(
+    gather_kernel<<<grid_for(total), kBlockSize, 0, launch_stream()>>>(
         static_cast<const E*>(x.raw_data()), index.data_ptr<int64_t>(),
         static_cast<E*>(out.raw_data()), total, g, index_error_slot(), index_op_id(op));
     SG_CUDA_CHECK_LAUNCH();
@@ -188,7 +188,7 @@ void CudaBackend::scatter_add(const Tensor& out, int64_t dim, const Tensor& inde
     if constexpr (std::is_same_v<T, bool>) {
       SG_FAIL("scatter_add: not defined for bool tensors");
     } else {
-      scatter_add_kernel<<<grid_for(total), kBlockSize>>>(
+      scatter_add_kernel<<<grid_for(total), kBlockSize, 0, launch_stream()>>>(
           out.data_ptr<T>(), index.data_ptr<int64_t>(), src.data_ptr<T>(), total, g,
           index_error_slot(), index_op_id("scatter_add"));
       SG_CUDA_CHECK_LAUNCH();

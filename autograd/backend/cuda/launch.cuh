@@ -33,6 +33,11 @@ constexpr int64_t next_power_of_two(int64_t n) {
   return p;
 }
 
+// The stream every kernel is launched on: the current device's (CudaBackend::stream()), which a
+// CUDA graph capture records from (cuda_graph.h). Kernels are launched as
+// kernel<<<grid, block, 0, launch_stream()>>>.
+cudaStream_t launch_stream();
+
 // Blocks for a grid-stride loop over n items with `block` threads each.
 inline unsigned grid_for(int64_t n, int block = kBlockSize) {
   return static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, block), 1, kMaxBlocks));
@@ -132,8 +137,8 @@ __global__ void sum_chunks_kernel(const T* partial, int64_t chunks, int64_t C, T
 
 template <typename T>
 void launch_sum_chunks(const T* partial, int64_t chunks, int64_t C, T* out) {
-  sum_chunks_kernel<<<static_cast<unsigned>(ceil_div(C, kWarpSize)), dim3(kWarpSize, kWarpSize)>>>(
-      partial, chunks, C, out);
+  sum_chunks_kernel<<<static_cast<unsigned>(ceil_div(C, kWarpSize)), dim3(kWarpSize, kWarpSize), 0,
+                      launch_stream()>>>(partial, chunks, C, out);
 }
 
 // ---- the threads that share one row of a row-wise kernel (softmax, layer_norm) ----

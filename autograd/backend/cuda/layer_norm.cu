@@ -254,8 +254,8 @@ bool layer_norm_in_registers(const T* x, const T* w, const T* b, T eps, T* y, T*
       return false;
     }
     launch_row_in_registers(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
-      layer_norm_registers_kernel<kVecs>
-          <<<blocks_for_rows(s.rows), threads>>>(x, w, b, eps, y, mean, rstd, s);
+      layer_norm_registers_kernel<kVecs><<<blocks_for_rows(s.rows), threads, 0, launch_stream()>>>(
+          x, w, b, eps, y, mean, rstd, s);
     });
     SG_CUDA_CHECK_LAUNCH();
     return true;
@@ -292,7 +292,8 @@ RegisterPath layer_norm_backward_in_registers(const T* g, const T* x, const T* m
               float* pw = partial.data_ptr<float>();
               float* pb = pw + blocks * s.D;
               layer_norm_backward_registers_kernel<kVecs, true>
-                  <<<static_cast<unsigned>(blocks), threads>>>(g, x, mean, rstd, w, dx, pw, pb, s);
+                  <<<static_cast<unsigned>(blocks), threads, 0, launch_stream()>>>(
+                      g, x, mean, rstd, w, dx, pw, pb, s);
               SG_CUDA_CHECK_LAUNCH();
               if (dw != nullptr) launch_sum_chunks(pw, blocks, s.D, dw);
               if (db != nullptr) launch_sum_chunks(pb, blocks, s.D, db);
@@ -300,7 +301,8 @@ RegisterPath layer_norm_backward_in_registers(const T* g, const T* x, const T* m
             }
           }
           layer_norm_backward_registers_kernel<kVecs, false>
-              <<<blocks_for_rows(s.rows), threads>>>(g, x, mean, rstd, w, dx, nullptr, nullptr, s);
+              <<<blocks_for_rows(s.rows), threads, 0, launch_stream()>>>(g, x, mean, rstd, w, dx,
+                                                                         nullptr, nullptr, s);
         });
     SG_CUDA_CHECK_LAUNCH();
     return {true, sums};
@@ -324,10 +326,12 @@ bool CudaBackend::layer_norm(const Tensor& x, const Tensor& weight, const Tensor
     launch_rows(
         s,
         [&](dim3 grid, dim3 block) {
-          layer_norm_kernel<T, WarpGroup><<<grid, block>>>(px, w, b, e, py, pm, pr, s);
+          layer_norm_kernel<T, WarpGroup>
+              <<<grid, block, 0, launch_stream()>>>(px, w, b, e, py, pm, pr, s);
         },
         [&](dim3 grid, dim3 block) {
-          layer_norm_kernel<T, BlockGroup><<<grid, block>>>(px, w, b, e, py, pm, pr, s);
+          layer_norm_kernel<T, BlockGroup>
+              <<<grid, block, 0, launch_stream()>>>(px, w, b, e, py, pm, pr, s);
         });
   });
   return true;
@@ -350,10 +354,12 @@ bool CudaBackend::layer_norm_backward(const Tensor& grad, const Tensor& x, const
       launch_rows(
           s,
           [&](dim3 grid, dim3 block) {
-            layer_norm_backward_kernel<T, WarpGroup><<<grid, block>>>(pg, px, pm, pr, w, pdx, s);
+            layer_norm_backward_kernel<T, WarpGroup>
+                <<<grid, block, 0, launch_stream()>>>(pg, px, pm, pr, w, pdx, s);
           },
           [&](dim3 grid, dim3 block) {
-            layer_norm_backward_kernel<T, BlockGroup><<<grid, block>>>(pg, px, pm, pr, w, pdx, s);
+            layer_norm_backward_kernel<T, BlockGroup>
+                <<<grid, block, 0, launch_stream()>>>(pg, px, pm, pr, w, pdx, s);
           });
     }
     if ((pdw != nullptr || pdb != nullptr) && D > 0 && !done.sums) {
@@ -362,14 +368,15 @@ bool CudaBackend::layer_norm_backward(const Tensor& grad, const Tensor& x, const
       const dim3 block(kColumns, kRowShares);
       const dim3 grid(static_cast<unsigned>(ceil_div(D, kColumns)), static_cast<unsigned>(chunks));
       if (chunks == 1) {
-        layer_norm_param_grads_kernel<<<grid, block>>>(pg, px, pm, pr, pdw, pdb, s, chunk_rows);
+        layer_norm_param_grads_kernel<<<grid, block, 0, launch_stream()>>>(pg, px, pm, pr, pdw, pdb,
+                                                                           s, chunk_rows);
         SG_CUDA_CHECK_LAUNCH();
       } else {
         Tensor partial = empty({2, chunks, D}, x.options());
         T* pw = partial.data_ptr<T>();
         T* pb = pw + chunks * D;
-        layer_norm_param_grads_kernel<<<grid, block>>>(pg, px, pm, pr, pdw ? pw : nullptr,
-                                                       pdb ? pb : nullptr, s, chunk_rows);
+        layer_norm_param_grads_kernel<<<grid, block, 0, launch_stream()>>>(
+            pg, px, pm, pr, pdw ? pw : nullptr, pdb ? pb : nullptr, s, chunk_rows);
         SG_CUDA_CHECK_LAUNCH();
         if (pdw != nullptr) launch_sum_chunks(pw, chunks, D, pdw);
         if (pdb != nullptr) launch_sum_chunks(pb, chunks, D, pdb);

@@ -173,10 +173,11 @@ void reduce_typed(Backend& backend, ReduceOp op, const Tensor& x, int64_t reduce
     const int64_t chunk = ceil_div(args.n_in, chunks);
     const dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(chunks));
     if (chunks == 1) {
-      reduce_columns_kernel<<<grid, block>>>(args, px, o, idx, chunk);
+      reduce_columns_kernel<<<grid, block, 0, launch_stream()>>>(args, px, o, idx, chunk);
     } else {
       Tensor partial = empty({chunks, args.n_out}, out.options());
-      reduce_columns_kernel<<<grid, block>>>(args, px, partial.data_ptr<T>(), idx, chunk);
+      reduce_columns_kernel<<<grid, block, 0, launch_stream()>>>(args, px, partial.data_ptr<T>(),
+                                                                 idx, chunk);
       SG_CUDA_CHECK_LAUNCH();
       launch_sum_chunks(partial.data_ptr<T>(), chunks, args.n_out, o);
     }
@@ -184,7 +185,7 @@ void reduce_typed(Backend& backend, ReduceOp op, const Tensor& x, int64_t reduce
     const int threads =
         static_cast<int>(std::clamp<int64_t>(next_power_of_two(args.n_in), kWarpSize, 512));
     const auto grid = static_cast<unsigned>(std::min<int64_t>(args.n_out, kMaxBlocks * 16));
-    reduce_rows_kernel<<<grid, threads>>>(args, px, o, idx);
+    reduce_rows_kernel<<<grid, threads, 0, launch_stream()>>>(args, px, o, idx);
   }
   SG_CUDA_CHECK_LAUNCH();
 }

@@ -198,7 +198,7 @@ bool softmax_in_registers(const T* x, T* y, const DimLayout& s, bool log) {
     }
     launch_row_in_registers(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
       softmax_registers_kernel<kVecs>
-          <<<blocks_for_rows(s.outer), threads>>>(x, y, s.outer, s.D, log);
+          <<<blocks_for_rows(s.outer), threads, 0, launch_stream()>>>(x, y, s.outer, s.D, log);
     });
     return true;
   }
@@ -213,11 +213,11 @@ bool softmax_backward_in_registers(const T* g, const T* y, T* dx, const DimLayou
         !aligned_for_float4(dx)) {
       return false;
     }
-    launch_row_in_registers<2>(
-        s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>, int threads) {
-          softmax_backward_registers_kernel<kVecs>
-              <<<blocks_for_rows(s.outer), threads>>>(g, y, dx, s.outer, s.D, log);
-        });
+    launch_row_in_registers<2>(s.D, [&]<int kVecs>(std::integral_constant<int, kVecs>,
+                                                   int threads) {
+      softmax_backward_registers_kernel<kVecs>
+          <<<blocks_for_rows(s.outer), threads, 0, launch_stream()>>>(g, y, dx, s.outer, s.D, log);
+    });
     return true;
   }
 }
@@ -283,15 +283,16 @@ void CudaBackend::softmax(const Tensor& x, int64_t dim, bool log, const Tensor& 
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
     if (s.inner > 1) {
-      softmax_columns_kernel<<<grid_for(s.outer * s.inner), kBlockSize>>>(px, po, s, log);
+      softmax_columns_kernel<<<grid_for(s.outer * s.inner), kBlockSize, 0, launch_stream()>>>(
+          px, po, s, log);
     } else if (s.D <= kWarpRowLimit) {
       const dim3 block(kWarpSize, kRowsPerWarpBlock);
       const auto grid = static_cast<unsigned>(
           std::min<int64_t>(ceil_div(s.outer, kRowsPerWarpBlock), kMaxBlocks * 16));
-      softmax_warp_kernel<<<grid, block>>>(px, po, s.outer, s.D, log);
+      softmax_warp_kernel<<<grid, block, 0, launch_stream()>>>(px, po, s.outer, s.D, log);
     } else if (!softmax_in_registers(px, po, s, log)) {
-      softmax_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D)>>>(px, po, s.outer,
-                                                                                 s.D, log);
+      softmax_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D), 0,
+                             launch_stream()>>>(px, po, s.outer, s.D, log);
     }
     SG_CUDA_CHECK_LAUNCH();
   });
@@ -307,16 +308,17 @@ void CudaBackend::softmax_backward(const Tensor& grad, const Tensor& y, int64_t 
     const T* py = y.data_ptr<T>();
     T* po = out.data_ptr<T>();
     if (s.inner > 1) {
-      softmax_backward_columns_kernel<<<grid_for(s.outer * s.inner), kBlockSize>>>(pg, py, po, s,
-                                                                                   log);
+      softmax_backward_columns_kernel<<<grid_for(s.outer * s.inner), kBlockSize, 0,
+                                        launch_stream()>>>(pg, py, po, s, log);
     } else if (s.D <= kWarpRowLimit) {
       const dim3 block(kWarpSize, kRowsPerWarpBlock);
       const auto grid = static_cast<unsigned>(
           std::min<int64_t>(ceil_div(s.outer, kRowsPerWarpBlock), kMaxBlocks * 16));
-      softmax_backward_warp_kernel<<<grid, block>>>(pg, py, po, s.outer, s.D, log);
+      softmax_backward_warp_kernel<<<grid, block, 0, launch_stream()>>>(pg, py, po, s.outer, s.D,
+                                                                        log);
     } else if (!softmax_backward_in_registers(pg, py, po, s, log)) {
-      softmax_backward_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D)>>>(
-          pg, py, po, s.outer, s.D, log);
+      softmax_backward_block_kernel<<<blocks_for_rows(s.outer), block_threads_for(s.D), 0,
+                                      launch_stream()>>>(pg, py, po, s.outer, s.D, log);
     }
     SG_CUDA_CHECK_LAUNCH();
   });
@@ -344,11 +346,12 @@ bool CudaBackend::masked_softmax(const Tensor& x, const Tensor& mask, const Tens
       const dim3 block(kWarpSize, kRowsPerWarpBlock);
       const auto grid = static_cast<unsigned>(
           std::min<int64_t>(ceil_div(rows, kRowsPerWarpBlock), kMaxBlocks * 16));
-      masked_softmax_warp_kernel<<<grid, block>>>(px, pm, mask_rows, mask_step, po, rows, D);
+      masked_softmax_warp_kernel<<<grid, block, 0, launch_stream()>>>(px, pm, mask_rows, mask_step,
+                                                                      po, rows, D);
     } else {
       const auto grid = static_cast<unsigned>(std::min<int64_t>(rows, kMaxBlocks * 16));
-      masked_softmax_block_kernel<<<grid, block_threads_for(D)>>>(px, pm, mask_rows, mask_step, po,
-                                                                  rows, D);
+      masked_softmax_block_kernel<<<grid, block_threads_for(D), 0, launch_stream()>>>(
+          px, pm, mask_rows, mask_step, po, rows, D);
     }
     SG_CUDA_CHECK_LAUNCH();
   });

@@ -28,27 +28,29 @@ bool has_completed(cudaEvent_t event) {
 
 }  // namespace
 
-void StagingPool::upload(void* dst, const void* host_src, size_t nbytes) {
+void StagingPool::upload(void* dst, const void* host_src, size_t nbytes, cudaStream_t stream) {
   if (nbytes > kMaxStagedUpload) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++stats_.synchronous_uploads;
     }
-    SG_CUDA_CHECK(cudaMemcpy(dst, host_src, nbytes, cudaMemcpyHostToDevice));
+    SG_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, stream));
+    SG_CUDA_CHECK(cudaStreamSynchronize(stream));  // host_src may go once this returns
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
   const Buffer buffer = take(buffer_size(nbytes));
   if (buffer.host == nullptr) {
     ++stats_.synchronous_uploads;
-    SG_CUDA_CHECK(cudaMemcpy(dst, host_src, nbytes, cudaMemcpyHostToDevice));
+    SG_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, stream));
+    SG_CUDA_CHECK(cudaStreamSynchronize(stream));
     return;
   }
   // The caller's buffer may change or be freed as soon as we return, long before the GPU runs
   // the copy: take the bytes now. The asynchronous copy reads the pinned copy instead.
   std::memcpy(buffer.host, host_src, nbytes);
-  SG_CUDA_CHECK(cudaMemcpyAsync(dst, buffer.host, nbytes, cudaMemcpyHostToDevice, nullptr));
-  SG_CUDA_CHECK(cudaEventRecord(buffer.copied, nullptr));
+  SG_CUDA_CHECK(cudaMemcpyAsync(dst, buffer.host, nbytes, cudaMemcpyHostToDevice, stream));
+  SG_CUDA_CHECK(cudaEventRecord(buffer.copied, stream));
   ++stats_.staged_uploads;
 }
 

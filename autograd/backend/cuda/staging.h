@@ -55,9 +55,9 @@ class StagingPool {
   // No destructor: the backend that owns the pool lives until the process exits, and the CUDA
   // runtime may be gone before static destructors run (cuda_backend.cu).
 
-  // Queues the copy of host_src's nbytes to the device pointer dst on the default stream. The
-  // caller has made the device current. host_src may change or be freed once this returns.
-  void upload(void* dst, const void* host_src, size_t nbytes);
+  // Queues the copy of host_src's nbytes to the device pointer dst on `stream`. The caller has
+  // made the device current. host_src may change or be freed once this returns.
+  void upload(void* dst, const void* host_src, size_t nbytes, cudaStream_t stream);
   CudaStagingStats stats() const;
 
  private:
