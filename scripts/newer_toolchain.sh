@@ -21,10 +21,11 @@ if [[ ! -x $root/usr/bin/apt-get ]]; then
   debootstrap --variant=minbase --include=ca-certificates trixie "$root" http://deb.debian.org/debian
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-for fs in proc dev dev/pts; do
+# sys: hwloc (Open MPI's topology) reads the CPUs from /sys.
+for fs in proc sys dev dev/pts; do
   mountpoint -q "$root/$fs" || mount --bind "/$fs" "$root/$fs"
 done
-trap 'for fs in dev/pts dev proc; do umount "$root/$fs" 2>/dev/null || true; done' EXIT
+trap 'for fs in dev/pts dev sys proc; do umount "$root/$fs" 2>/dev/null || true; done' EXIT
 
 # The tracked and new files of this work tree, not its build folders.
 rm -rf "$root/src" && mkdir -p "$root/src"
