@@ -12,12 +12,13 @@
 #include "nn/optim/adam.h"
 #include "nn/optim/sgd.h"
 #include "tests/support/testing.h"
+#include "tests/support/tiny_copy_task.h"
 
 namespace sg::nn {
 namespace {
 
 const Device kGpu = Device::cuda(0);
-constexpr int64_t kVocab = 11, kPad = 0, kStart = 1;
+constexpr int64_t kVocab = testing::kCopyVocab, kPad = testing::kCopyPad;
 
 class CudaGraph : public ::testing::Test {
  protected:
@@ -26,32 +27,10 @@ class CudaGraph : public ::testing::Test {
   }
 };
 
-TransformerOptions tiny_options(double dropout) {
-  TransformerOptions o;
-  o.src_vocab = o.tgt_vocab = kVocab;
-  o.d_model = 32;
-  o.heads = 4;
-  o.num_encoder_layers = o.num_decoder_layers = 2;
-  o.d_ff = 64;
-  o.max_len = 16;
-  o.dropout = dropout;
-  o.pad_idx = kPad;
-  return o;
-}
+TransformerOptions tiny_options(double dropout) { return testing::tiny_copy_task_options(dropout); }
 
-// Copy-task sequences of lengths 6..10 padded to 10, on the GPU: every batch has the same shape.
-Tensor copy_batch(uint64_t seed, int64_t batch = 8, int64_t length = 10) {
-  Generator gen(seed);
-  std::vector<int64_t> seq(static_cast<size_t>(batch * length), kPad);
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t n = 6 + static_cast<int64_t>(gen.next_u64() % (length - 5));
-    seq[static_cast<size_t>(b * length)] = kStart;
-    for (int64_t t = 1; t < n; ++t) {
-      seq[static_cast<size_t>(b * length + t)] = 2 + static_cast<int64_t>(gen.next_u64() % 9);
-    }
-  }
-  return from_vector(seq, {batch, length}, TensorOptions(kInt64).device(kGpu));
-}
+// Copy-task sequences on the GPU: every batch has the same shape.
+Tensor copy_batch(uint64_t seed) { return testing::copy_task_sequences(seed).to(kGpu); }
 
 // The copy task's step on `seq` [B, L]: forward, loss, zero_grad, backward, Adam.
 Tensor train_step(Transformer& model, optim::Optimizer& optimizer, const Tensor& seq) {

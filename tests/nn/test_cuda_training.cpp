@@ -11,6 +11,7 @@
 #include "nn/serialize.h"
 #include "tests/support/gpu_under_test.h"
 #include "tests/support/testing.h"
+#include "tests/support/tiny_copy_task.h"
 
 #if SCRATCHGRAD_HAS_CUDA
 #include "autograd/backend/cuda/cuda_backend.h"
@@ -21,7 +22,7 @@ namespace {
 
 using sg::testing::kGpu;
 using sg::testing::kSelfTest;
-constexpr int64_t kVocab = 11, kPad = 0, kStart = 1;
+constexpr int64_t kVocab = testing::kCopyVocab, kPad = testing::kCopyPad;
 
 class CudaTraining : public ::testing::Test {
  protected:
@@ -30,20 +31,8 @@ class CudaTraining : public ::testing::Test {
   }
 };
 
-// The copy task's tiny model (d_model 32, 4 heads, 2 + 2 layers, ffn 64), with dropout on so the
-// step also draws random masks.
-TransformerOptions tiny_options(double dropout) {
-  TransformerOptions o;
-  o.src_vocab = o.tgt_vocab = kVocab;
-  o.d_model = 32;
-  o.heads = 4;
-  o.num_encoder_layers = o.num_decoder_layers = 2;
-  o.d_ff = 64;
-  o.max_len = 16;
-  o.dropout = dropout;
-  o.pad_idx = kPad;
-  return o;
-}
+// The copy task's tiny model, with dropout on in some tests so the step also draws random masks.
+TransformerOptions tiny_options(double dropout) { return testing::tiny_copy_task_options(dropout); }
 
 struct Batch {
   Tensor src, tgt_in, tgt_out;
@@ -52,16 +41,7 @@ struct Batch {
 
 // Copy-task sequences of lengths 6..10 padded to 10: the target is the source.
 Batch copy_batch(uint64_t seed, int64_t batch = 8, int64_t length = 10) {
-  Generator gen(seed);
-  std::vector<int64_t> seq(static_cast<size_t>(batch * length), kPad);
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t n = 6 + static_cast<int64_t>(gen.next_u64() % (length - 5));
-    seq[static_cast<size_t>(b * length)] = kStart;
-    for (int64_t t = 1; t < n; ++t) {
-      seq[static_cast<size_t>(b * length + t)] = 2 + static_cast<int64_t>(gen.next_u64() % 9);
-    }
-  }
-  Tensor all = from_vector(seq, {batch, length});
+  const Tensor all = testing::copy_task_sequences(seed, batch, length);
   return {all, all.narrow(1, 0, length - 1).contiguous(),
           all.narrow(1, 1, length - 1).contiguous()};
 }
