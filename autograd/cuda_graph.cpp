@@ -43,7 +43,7 @@ Graph::~Graph() = default;
 void Graph::capture(const std::function<void()>& /*step*/) {}
 void Graph::replay() {}
 bool Graph::captured() const { return false; }
-int64_t Graph::replays() const { return 0; }
+int64_t Graph::replays() const { return replays_; }
 int64_t Graph::nodes() const { return 0; }
 
 #endif
