@@ -11,6 +11,7 @@
 #include "autograd/cuda_graph.h"
 #include "decoding.h"
 #include "distributed_training.h"
+#include "graphed_step.h"
 #include "nn/atomic_file.h"
 #include "nn/train/line_chart.h"
 #include "nn/train/metrics_log.h"
@@ -287,9 +288,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     pending.clear();
   };
 
-  // One training step on `batch`; returns [loss, right, real] on the device. With --cuda-graph it
-  // runs eagerly once (Adam's state, cuBLAS's setup), is then captured with the graph's own input
-  // tensors, and every later step is a replay after the batch is copied into them.
+  // One training step on `batch`; returns [loss, right, real] on the device. With --cuda-graph,
+  // GraphedStep runs it eagerly once, then captures it and replays it (graphed_step.h).
   auto run_step = [&](const Batch& batch) {
     // First: set_to_none, so last step's gradients are freed before this forward (lower peak).
     optimizer->zero_grad();
@@ -304,32 +304,13 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
     return sg::cat({r.loss.detach().to(sg::kFloat64).reshape({1}), r.counts.to(sg::kFloat64)});
   };
   if (options.tf32) sg::cuda::set_allow_tf32(true);
-  std::unique_ptr<sg::cuda::Graph> graph;
-  Batch graph_input;
-  Tensor graph_stats;
-  bool warmed_up = false;
+  GraphedStep step(run_step, options.cuda_graph, device);
 
   auto t_start = std::chrono::steady_clock::now();
   while (state.step < config.steps) {
     if (pending.empty()) window_start = std::chrono::steady_clock::now();
     ++state.step;
-    Batch batch = on_device(ranks.my_rows(data.next(config.batch)), device);
-    Tensor stats;
-    if (!options.cuda_graph || !warmed_up) {
-      stats = run_step(batch);
-      warmed_up = true;
-    } else {
-      if (!graph) {
-        graph_input = {batch.src.clone(), batch.tgt.clone(), batch.lengths};
-        graph = std::make_unique<sg::cuda::Graph>(device);
-        graph->capture([&] { graph_stats = run_step(graph_input); });
-      } else {
-        graph_input.src.copy_(batch.src);
-        graph_input.tgt.copy_(batch.tgt);
-      }
-      graph->replay();
-      stats = graph_stats.clone();  // the graph rewrites graph_stats at the next replay
-    }
+    const Tensor stats = step(on_device(ranks.my_rows(data.next(config.batch)), device));
     pending.push_back({state.step, optimizer->lr(), stats});
     const bool eval_now = state.step % config.eval_every == 0 || state.step == config.steps;
     const bool checkpoint_now =
