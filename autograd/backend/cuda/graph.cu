@@ -56,11 +56,14 @@ void CudaBackend::add_replay_hook(std::function<void()> hook) {
   capture_.hooks.push_back(std::move(hook));
 }
 
-}  // namespace cuda
-
-namespace cuda {
-
 namespace {
+
+// Gives back what a capture holds: its graph, the pinned constants, its memory pool.
+void release(CudaBackend& backend, CudaBackend::Capture& capture) {
+  if (capture.graph != nullptr) cudaGraphDestroy(capture.graph);
+  for (void* pinned : capture.constants) cudaFreeHost(pinned);
+  backend.release_graph_pool(capture.pool);
+}
 
 CudaBackend& backend_of(Device device, std::string_view what) {
   SG_CHECK(device.is_cuda(), "{}: CUDA graphs run on a CUDA device, got {}", what, device);
@@ -94,9 +97,7 @@ Graph::~Graph() {
   DeviceGuard guard(device_.index);
   cudaStreamSynchronize(b.stream());  // no replay still reads what is freed below
   if (state_->exec != nullptr) cudaGraphExecDestroy(state_->exec);
-  if (state_->capture.graph != nullptr) cudaGraphDestroy(state_->capture.graph);
-  for (void* pinned : state_->capture.constants) cudaFreeHost(pinned);
-  b.release_graph_pool(state_->capture.pool);
+  release(b, state_->capture);
 }
 
 void Graph::capture(const std::function<void()>& step) {
@@ -106,21 +107,16 @@ void Graph::capture(const std::function<void()>& step) {
   auto state = std::make_unique<State>();
   state->backend = &b;
   b.begin_capture();
-  auto discard = [&](CudaBackend::Capture& c) {
-    if (c.graph != nullptr) cudaGraphDestroy(c.graph);
-    for (void* pinned : c.constants) cudaFreeHost(pinned);
-    b.release_graph_pool(c.pool);
-  };
   try {
     step();
   } catch (...) {
     CudaBackend::Capture broken = b.end_capture();
-    discard(broken);
+    release(b, broken);
     throw;
   }
   state->capture = b.end_capture();
   if (state->capture.graph == nullptr) {
-    discard(state->capture);
+    release(b, state->capture);
     SG_FAIL(
         "cuda::Graph::capture: CUDA ended the capture as invalid (something in the step used "
         "the device outside its stream, or waited for it: {})",
@@ -130,7 +126,7 @@ void Graph::capture(const std::function<void()>& step) {
   const cudaError_t status = cudaGraphInstantiate(&state->exec, state->capture.graph, 0);
   if (status != cudaSuccess) {
     cudaGetLastError();
-    discard(state->capture);
+    release(b, state->capture);
     SG_FAIL("cuda::Graph::capture: cannot instantiate the graph: {}", cudaGetErrorString(status));
   }
   state_ = std::move(state);
