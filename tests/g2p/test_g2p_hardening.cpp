@@ -31,6 +31,7 @@ g2p::Config tiny_config() {
   c.d_model = 16, c.heads = 2, c.layers = 1, c.d_ff = 32;
   c.schedule = "noam", c.steps = 6, c.warmup = 4, c.max_tokens = 400;
   c.eval_every = 3, c.dev_words = 8, c.checkpoint_every = 3;
+  c.ema = 0, c.average_last = 0;
   return c;
 }
 
