@@ -65,8 +65,8 @@ def main():
         for x, y in pts:
             out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{color}"/>')
         last_x, last_y = pts[-1]
-        out.append(f'<text x="{W - RIGHT - 150}" y="{TOP + 18 + 18 * i}" fill="{color}">'
-                   f'{label}: {last_y:.1f}% at {last_x:.0f} min</text>')
+        out.append(f'<text x="{W - RIGHT - 8}" y="{TOP + 18 + 18 * i}" fill="{color}" '
+                   f'text-anchor="end">{label}: {last_y:.1f}% at {last_x:.0f} min</text>')
     out.append("</svg>")
     with open(a.out, "w") as f:
         f.write("\n".join(out) + "\n")
