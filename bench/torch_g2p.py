@@ -224,9 +224,9 @@ def without_stress(phonemes):  # as sg::data::without_stress: AH0 -> AH
     return [p.rstrip("012") for p in phonemes]
 
 
-def error_rates(model, words, letters, itos, stress=True):
-    """(WER, PER) of greedy decoding; with stress=False both sides lose their stress digits."""
-    wrong = edits = ref_len = 0
+def error_rates(model, words, letters, itos):
+    """((WER, PER), (WER, PER) without stress digits on both sides) of one greedy decoding."""
+    tallies = [[0, 0, 0], [0, 0, 0]]  # wrong words, edits, reference phonemes: as is, no stress
     for first in range(0, len(words), 128):
         chunk = words[first : first + 128]
         src = pad([[letters.get(c, UNK) for c in w] for w, _ in chunk])
@@ -236,13 +236,14 @@ def error_rates(model, words, letters, itos, stress=True):
                 if t == EOS:
                     break
                 predicted.append(itos[t])
-            if not stress:
-                predicted, refs = without_stress(predicted), [without_stress(r) for r in refs]
-            best = min(((edit_distance(predicted, r), -len(r)) for r in refs))
-            wrong += best[0] > 0
-            edits += best[0]
-            ref_len += -best[1]
-    return wrong / len(words), edits / max(1, ref_len)
+            scored = [(predicted, refs),
+                      (without_stress(predicted), [without_stress(r) for r in refs])]
+            for tally, (guess, references) in zip(tallies, scored):
+                best = min((edit_distance(guess, r), -len(r)) for r in references)
+                tally[0] += best[0] > 0
+                tally[1] += best[0]
+                tally[2] += -best[1]
+    return tuple((t[0] / len(words), t[1] / max(1, t[2])) for t in tallies)
 
 
 def main():
@@ -314,10 +315,10 @@ def main():
                 state[name] = average.clone()
         return state
 
-    def score(state, words, stress=True):
+    def score(state, words):  # ((WER, PER), the same without stress) of `state`'s weights
         trained = {k: v.detach().clone() for k, v in model.state_dict().items()}
         model.load_state_dict(state)
-        rates = error_rates(model, words, letters, itos, stress)
+        rates = error_rates(model, words, letters, itos)
         model.load_state_dict(trained)
         return rates
 
@@ -370,7 +371,7 @@ def main():
             snapshots = (snapshots + [(step, evaluated_state())])[-max(1, a.average_last):]
         if step % a.eval_every == 0 or step == a.steps:
             state = evaluated_state()
-            wer, per = score(state, dev)
+            (wer, per), _ = score(state, dev)
             evals.append({"step": step, "dev_wer": wer, "dev_per": per,
                           "wall_seconds": time.perf_counter() - start})
             if wer <= best["wer"]:
@@ -382,7 +383,7 @@ def main():
         states = [state for _, state in snapshots]
         mean = {k: (sum(s[k].double() for s in states) / len(states)).to(v.dtype)
                 if v.is_floating_point() else v for k, v in states[-1].items()}
-        wer, per = score(mean, dev)
+        (wer, per), _ = score(mean, dev)
         averaged = {"steps": [s for s, _ in snapshots], "dev_wer": wer, "dev_per": per}
         print(f"mean of the weights at steps {averaged['steps']}: dev WER {100 * wer:.2f}%  "
               f"PER {100 * per:.2f}%", flush=True)
@@ -392,8 +393,8 @@ def main():
     train_seconds = time.perf_counter() - start
     test_wer = test_per = test_wer_ns = test_per_ns = float("nan")
     if not a.no_test:
-        test_wer, test_per = score(best["state"], split["test"])  # greedy, every word
-        test_wer_ns, test_per_ns = score(best["state"], split["test"], stress=False)
+        # Greedy, every word, decoded once and scored both ways.
+        (test_wer, test_per), (test_wer_ns, test_per_ns) = score(best["state"], split["test"])
     print(f"test (greedy, {len(split['test'])} words, the weights of step {best['step']}): "
           f"WER {100 * test_wer:.2f}%  PER {100 * test_per:.2f}%; without stress: "
           f"WER {100 * test_wer_ns:.2f}%  PER {100 * test_per_ns:.2f}%", flush=True)
