@@ -12,7 +12,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(mkdocs mkdocs-material python3-pymdownx libjs-katex fonts-katex)
 missing=()
 for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null) || status=
+  if [[ $status != *"install ok installed"* ]]; then
     missing+=("$package")
   fi
 done

@@ -24,7 +24,8 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 status=0
 
-gpu=$( (nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1) 2>/dev/null)
+gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null) || gpu=
+gpu=${gpu%%$'\n'*}  # the first GPU
 gpu=${gpu:-"no nvidia-smi"}
 echo "GPU: $gpu"
 
@@ -38,7 +39,9 @@ fi
 
 # gtest prints "[  PASSED  ] N tests.", "[  FAILED  ] N tests, ..." and "[  SKIPPED ] N tests, ...".
 count() {  # count WORD LOG
-  grep -E "^\[  $1 *\] [0-9]+ test" "$2" | head -n 1 | grep -oE '[0-9]+' | head -n 1 || true
+  local line
+  line=$(grep -m 1 -E "^\[  $1 *\] [0-9]+ test" "$2") || return 0
+  [[ $line =~ \]\ ([0-9]+)\ test ]] && echo "${BASH_REMATCH[1]}"
 }
 
 passed=0 failed=0 skipped=0

@@ -13,7 +13,8 @@
 #                                           # and the tests never need it; docs/design.md)
 #   bash scripts/install_deps.sh --platforms # and what scripts/platforms.sh needs (Debian): Clang
 #                                           # 16 with libc++, valgrind, qemu-user, the ARM64
-#                                           # cross compiler and the arm64 libraries
+#                                           # cross compiler and the arm64 libraries; and
+#                                           # debootstrap, for scripts/fresh_machine.sh
 # SCRATCHGRAD_SKIP_DEPS=1 skips it (every script that builds calls it first): for systems it does
 # not know, where you installed the dependencies yourself.
 set -euo pipefail
@@ -86,10 +87,21 @@ install_with_apt() {
   if $platforms; then
     packages+=(clang-16 libc++-16-dev libc++abi-16-dev libomp-16-dev valgrind qemu-user
       crossbuild-essential-arm64 libopenblas-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64
-      "libtcmalloc-minimal4t64:arm64|libtcmalloc-minimal4:arm64")
+      "libtcmalloc-minimal4t64:arm64|libtcmalloc-minimal4:arm64" debootstrap)
   fi
 
-  installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+  # Each query's whole output is read before it is matched: a reader that stops at its match
+  # (grep -q) can kill the query with SIGPIPE, and under pipefail that reads as "no".
+  installed() {
+    local status
+    status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+    [[ $status == *"install ok installed"* ]]
+  }
+  has_candidate() {
+    local policy
+    policy=$(apt-cache policy "$1" 2>/dev/null) || return 1
+    [[ $policy =~ Candidate:\ [0-9] ]]
+  }
   local missing=() entry name
   for entry in "${packages[@]}"; do
     local found=false
@@ -105,31 +117,49 @@ install_with_apt() {
   local as_root=()
   if [[ $(id -u) -ne 0 ]]; then
     if ! command -v sudo >/dev/null; then
-      echo "install_deps: missing packages (${missing[*]}); run as root or install sudo" >&2
+      echo "install_deps: missing packages (${missing[*]//|/ or }) and no sudo to install them:" \
+        "run this as root, or install sudo for this user, or install them yourself and run with" \
+        "SCRATCHGRAD_SKIP_DEPS=1" >&2
       exit 1
     fi
     as_root=(sudo)
   fi
-  if $platforms && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  local foreign_architectures
+  foreign_architectures=$(dpkg --print-foreign-architectures)
+  if $platforms && ! grep -qx arm64 <<<"$foreign_architectures"; then
     echo "install_deps: adding the arm64 architecture (the ARM64 cross build's libraries)"
     "${as_root[@]}" dpkg --add-architecture arm64
   fi
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  local to_install=()
+  local to_install=() unavailable=()
   for entry in "${missing[@]}"; do
     IFS='|' read -r -a names <<<"$entry"
-    local chosen=${names[0]}
+    local chosen=
     for name in "${names[@]}"; do
-      if apt-cache policy "$name" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      if has_candidate "$name"; then
         chosen=$name
         break
       fi
     done
-    to_install+=("$chosen")
+    if [[ -n $chosen ]]; then
+      to_install+=("$chosen")
+    else
+      unavailable+=("${entry//|/ or }")
+    fi
   done
+  if [[ ${#unavailable[@]} -gt 0 ]]; then
+    local release
+    release=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-}") || true
+    echo "install_deps: apt has no installation candidate for: ${unavailable[*]}" \
+      "(${release:-this system}; after apt-get update). Enable the repository that has it" \
+      "(Debian: main; Ubuntu: universe), or install an equivalent yourself and run with" \
+      "SCRATCHGRAD_SKIP_DEPS=1" >&2
+    exit 1
+  fi
   echo "install_deps: installing ${to_install[*]}"
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -q --no-install-recommends "${to_install[@]}" </dev/null
+  echo "install_deps: installed ${#to_install[@]} packages"
 }
 
 if [[ $(uname -s) == Darwin ]]; then

@@ -39,7 +39,8 @@ chroot "$root" bash -c '
   echo "$second"
   [[ $second == "install_deps: all "*" packages are installed" ]] ||
     { echo "newer_toolchain: install_deps.sh is not idempotent here" >&2; exit 1; }
-  g++ --version | head -1
+  version=$(g++ --version)
+  echo "${version%%$'\n'*}"
   BUILD_DIR=build bash scripts/test.sh -DSCRATCHGRAD_WERROR=ON -DSCRATCHGRAD_CUDA=OFF
 '
 echo "newer_toolchain: Debian 13 passed"

@@ -52,7 +52,7 @@ foreach(which IN ITEMS openblas blis mkl scipy-openblas)
   endif()
   # Passes when the example's own checks pass and it reports the library it was built for.
   add_test(NAME blas.${which}.smoke
-           COMMAND bash -c "set -o pipefail; \"$0\" | tee /dev/stderr | grep -q '^  ${name} kernels:'"
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/output_has_line.sh "^  ${name} kernels:"
                    $<TARGET_FILE:blas_smoke_${id}>)
   set_tests_properties(blas.${which}.smoke PROPERTIES LABELS blas TIMEOUT 120)
 endforeach()
@@ -62,8 +62,8 @@ endforeach()
 # run in parallel), whichever library it is.
 if(TARGET 04_matmul)
   add_test(NAME blas.default.threads_from_environment
-           COMMAND bash -c "set -o pipefail; \"$0\" | tee /dev/stderr | grep -q '^  .* kernels: .*, threads: 1$'"
-                   $<TARGET_FILE:04_matmul>)
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/output_has_line.sh
+                   "^  .* kernels: .*, threads: 1$" $<TARGET_FILE:04_matmul>)
   set_tests_properties(blas.default.threads_from_environment PROPERTIES
     LABELS blas TIMEOUT 120 ENVIRONMENT OPENBLAS_NUM_THREADS=1
     ENVIRONMENT_MODIFICATION "MKL_NUM_THREADS=unset:;OMP_NUM_THREADS=unset:;BLIS_NUM_THREADS=unset:")

@@ -144,7 +144,8 @@ expect_ok "saved model" train --resume --steps 24 --batch 8 --eval-every 12 --ev
   --final-samples 4 --quiet --out "$dir/run"
 
 # stdin: one sequence per line
-if printf '1 2 3\n1 4 5 6\n' | "$bin" decode --checkpoint "$ckpt" 2>"$dir/err" | grep -c -- '->' | grep -qx 2; then
+if decoded=$(printf '1 2 3\n1 4 5 6\n' | "$bin" decode --checkpoint "$ckpt" 2>"$dir/err") &&
+  [[ $(grep -c -- '->' <<<"$decoded") -eq 2 ]]; then
   passes=$((passes + 1))
 else
   echo "FAIL: decode from stdin"; cat "$dir/err"; failures=$((failures + 1))

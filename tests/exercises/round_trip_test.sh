@@ -55,8 +55,9 @@ print(f"round_trip_test: {len(ex.EXERCISES)} stubs and spliced copies checked")
 PY
 
 for chapter in "${chapters[@]}"; do
-  first=$(ls "$EXERCISES_DIR/$chapter"/*.cpp | head -1)
-  [[ -n $first ]] || fail "start $chapter wrote no file"
+  written=("$EXERCISES_DIR/$chapter"/*.cpp)
+  first=${written[0]}
+  [[ -f $first ]] || fail "start $chapter wrote no file"
   # A second start keeps the learner's work; reset moves it to .old/.
   echo "// my work" >> "$first"
   again=$(bash scripts/exercise.sh start "$chapter" --no-configure)

@@ -40,7 +40,8 @@ done
 [[ -f $dir/killed/last.safetensors ]] || { kill "$launcher"; fail "no checkpoint within 60 s"; }
 victim=""
 for child in $(ps -o pid= --ppid "$launcher"); do
-  if tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then
+  environment=$(tr '\0' '\n' <"/proc/$child/environ" 2>/dev/null) || continue
+  if grep -qx 'OMPI_COMM_WORLD_RANK=1' <<<"$environment"; then
     victim=$child
   fi
 done
