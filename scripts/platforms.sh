@@ -6,7 +6,8 @@
 #   bash scripts/platforms.sh kernels clang   # some of them
 # Legs:
 #   kernels   the whole suite (build/) once per OpenBLAS kernel family: Haswell (Intel AVX2
-#             laptops), Zen (AMD Zen 1-3), SkylakeX, Cooperlake, Sandybridge (unset is the main run)
+#             laptops), Zen (AMD Zen 1-3), SkylakeX, Cooperlake, Sandybridge; the family this
+#             CPU gets is the main run's, and is not run twice
 #   avx2      the whole suite with SCRATCHGRAD_CPU_FEATURES=avx2: every AVX-512 path off
 #   valgrind  the CPU-kernel tests under valgrind's memcheck, which emulates a CPU without
 #             AVX-512 (AVX2 and FMA) natively: every kernel file's portable path, memory-checked
@@ -53,7 +54,16 @@ kernel_blind='CheckpointFuzz|SerializeTorchInterop|find_divergence|distributed\.
 
 leg_kernels() {
   main_build
+  # The family the main run used (OpenBLAS's choice for this CPU, or OPENBLAS_CORETYPE) already
+  # ran the whole suite: running it again would repeat that run bit for bit.
+  local probe main_core=
+  probe=$(OPENBLAS_NUM_THREADS=1 "$build_dir/examples/04_matmul" --quick)
+  [[ $probe =~ OpenBLAS\ kernels:\ ([A-Za-z0-9]+), ]] && main_core=${BASH_REMATCH[1]}
   for core in Haswell Zen SkylakeX Cooperlake Sandybridge; do
+    if [[ ${core,,} == "${main_core,,}" ]]; then
+      section "OpenBLAS's $core kernels: the main run's own (this CPU's), not run again"
+      continue
+    fi
     section "the whole suite on OpenBLAS's $core kernels"
     suite OPENBLAS_CORETYPE=$core
   done
@@ -93,7 +103,7 @@ leg_no_avx2() {
     echo "$out" | tail -5 >&2
     exit 1
   fi
-  echo "refused as expected (exit $status): $(echo "$out" | grep -m1 "CPU kernels need")"
+  echo "refused as expected (exit $status): $(grep -m1 "CPU kernels need" <<<"$out")"
 }
 
 leg_arm64() {
