@@ -242,10 +242,12 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
 
 // ---- losses: ops/cross_entropy.cpp ----
 // logits [..., C], target int64 [...] of class indices (the class dim is LAST; for [N, C] this is
-// torch's F.cross_entropy). One fused node: -Σ_c q_c log softmax(logits)_c per row, with
+// torch's F.cross_entropy). -Σ_c q_c log softmax(logits)_c per row, with
 // q = (1-ε) onehot(target) + ε/C (ε = label_smoothing); rows whose target is ignore_index count
 // for nothing; reduction "mean" (over the rows not ignored), "sum" or "none" (shape [...]).
-// dlogits = (softmax(logits) - q) ⊙ g / count, zero rows where ignored
+// dlogits = (softmax(logits) - q) ⊙ g / count, zero rows where ignored. Composed from the ops of
+// cross_entropy_composed, or one node where the backend has a kernel for the rows (the fast CPU
+// backend, float32).
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
                      double label_smoothing = 0.0, std::string_view reduction = "mean",
                      CallSite site = CallSite::current());

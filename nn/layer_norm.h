@@ -23,7 +23,9 @@ class LayerNorm : public UnaryModule {
 
 // The functional form, composed from primitives (mean, sub, mul, rsqrt) so that autograd derives
 // its backward. weight and bias may be undefined. The module runs sg::fused_layer_norm instead
-// (autograd/ops.h): the same values, one node, its backward written out; the tests compare both.
+// (autograd/ops.h): the same values, one node with its backward written out where the backend has
+// a layer-norm kernel (the fast CPU backend, CUDA), this composition where it has none (the
+// reference CPU backend); the tests compare both.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps = 1e-5);
 

@@ -15,8 +15,10 @@
 
 namespace sg::nn {
 
-// Cross-entropy from raw logits: the fused op sg::cross_entropy of autograd/ops.h (one node,
-// backward softmax - target distribution), under its torch.nn.functional name. Signature:
+// Cross-entropy from raw logits: the op sg::cross_entropy of autograd/ops.h (gradient softmax -
+// target distribution), under its torch.nn.functional name. It runs the composition below, or one
+// node with a hand-written backward where the backend has a kernel for it (the fast CPU backend,
+// float32). Signature:
 //   cross_entropy(logits [..., C], target int64 [...], ignore_index = -100,
 //                 label_smoothing = 0.0, reduction = "mean")
 // Rows whose target equals ignore_index add nothing, and "mean" divides by the rows that remain
@@ -24,8 +26,8 @@ namespace sg::nn {
 // is never ambiguous between sg:: and sg::nn:: (both are found through the Tensor arguments).
 using sg::cross_entropy;
 
-// The same loss composed from ops (log_softmax, gather, a smoothing term, the reduction): the
-// readable definition, what the fused op runs where no kernel takes it, and what it is tested
+// The same loss composed from ops (log_softmax, gather, a smoothing term, where, the reduction):
+// the readable definition, what cross_entropy runs where no kernel takes it, and what it is tested
 // against (autograd/ops/cross_entropy.cpp).
 using sg::cross_entropy_composed;
 

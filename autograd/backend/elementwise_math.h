@@ -1,6 +1,6 @@
 // The math of every elementwise op, written once for the CPU kernels (cpu/unary.cpp,
 // cpu/binary.cpp) and the GPU's (cuda/elementwise.cu). Each op is a small function object whose
-// call is host and device code at once; with_unary / with_binary map an op's enum to its object
+// call is host and device code at once; with_unary / with_arithmetic map an op's enum to its object
 // and hand it to the caller's loop:
 //   CPU  with_unary<T>(op, alpha, beta, [&](auto f) { map1<T, T>(x, out, f); });   // one loop
 //        per op, the switch outside it, so the loop vectorises
@@ -8,7 +8,8 @@
 //        functor: one kernel per dtype, the switch inside (every thread takes the same branch)
 // A new elementwise op is its enum and name (kernel_names.h), its object and case here, its op
 // (ops.h, ops/unary.cpp or ops/binary.cpp) and its line in the tests' op table
-// (tests/support/op_info.cpp) with its golden values (scripts/make_golden.py): docs/conventions.md.
+// (tests/support/op_info.cpp) with its golden values (scripts/golden/<family>.py):
+// docs/conventions.md.
 #pragma once
 
 #include <cmath>

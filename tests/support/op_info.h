@@ -1,7 +1,7 @@
 // The elementwise ops as one table that the test suites iterate, PyTorch's OpInfo idea: the
 // values against PyTorch's (tests/golden), float64 gradcheck on plain and transposed inputs,
 // gradgradcheck, and the GPU kernels against the CPU's. A new elementwise op is one entry here
-// and its golden values (scripts/make_golden.py); docs/conventions.md lists the rest.
+// and its golden values (scripts/golden/<family>.py); docs/conventions.md lists the rest.
 //
 //   for (const OpInfo& op : elementwise_ops()) {
 //     SCOPED_TRACE(op.name);
