@@ -12,11 +12,12 @@ then renders "rac" as letters, with no error, so only the sources show it. Two c
    scripts, styles) or in README.md, examples/README.md and mkdocs.yml;
 2. no inline formula ($...$) broken across lines where the new line starts with what is left of a
    TeX command that begins with n (`\\ne` -> "e", `\\nabla` -> "abla", `\\neq` -> "eq"...).
-3. the product reads as a product: README files, docs/ and the code (autograd, nn, distributed,
-   examples, tests, bench, scripts, cmake) speak of scratchgrad, not of how it was built: no
-   "session", no "issue N", no absolute path of a developer's machine (/work/..., /root/...,
-   /home/...). The history lives in the git log and bench/NOTES.md (not checked), and so do raw
-   logs (bench/gpu/runs/) and data files (JSON).
+3. the product reads as a product: README files, docs/, bench/NOTES.md and the code (autograd,
+   nn, distributed, examples, tests, bench, scripts, cmake) speak of scratchgrad, not of how it was
+   built: no "session", no "issue N", no absolute path of a developer's machine (/work/...,
+   /root/..., /home/...). The history lives in the git log; bench/NOTES.md is a measurement log
+   whose entries are named by their dates and commits. Raw logs (bench/gpu/runs/) and data files
+   (JSON) are not checked.
 The rendered pages are checked in Chromium by scripts/check_site.py (KaTeX errors included).
 """
 import pathlib
@@ -49,12 +50,13 @@ def sources():
 
 # The product's pages and code, for check 3: (folder or file, suffixes).
 PRODUCT_SOURCES = [("README.md", None), ("examples/README.md", None), ("bench/README.md", None),
-                   ("bench/gpu/RESULTS.md", None), ("docs", {".md"}), ("mkdocs.yml", None)]
+                   ("bench/NOTES.md", None), ("bench/gpu/RESULTS.md", None), ("docs", {".md"}),
+                   ("mkdocs.yml", None)]
 CODE_FOLDERS = ("autograd", "nn", "distributed", "examples", "tests", "bench", "scripts", "cmake",
                 ".ci")
 CODE_SUFFIXES = {".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake", ".txt", ".in", ""}
 HISTORY = [
-    (re.compile(r"\bsessions?\b", re.I), "'session' (the history goes to bench/NOTES.md)"),
+    (re.compile(r"\bsessions?\b", re.I), "'session' (name a measurement by its date and commit)"),
     (re.compile(r"\bissues? #?\d+", re.I), "an issue number (the history goes to the git log)"),
     (re.compile(r"(?<![\w.~])/(work|root|home)/"), "an absolute path of a developer's machine"),
 ]
