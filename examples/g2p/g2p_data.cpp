@@ -35,23 +35,29 @@ std::optional<std::string> unspellable(const std::string& word, const Vocabulary
   return std::nullopt;
 }
 
-Dataset load_dataset(const std::string& dict_path) {
-  std::vector<sg::data::Pronunciation> entries = sg::data::read_cmudict(dict_path);
+std::vector<Word> group_by_word(std::vector<sg::data::Pronunciation> entries) {
   std::vector<Word> words;
   std::unordered_map<std::string, size_t> index;
   for (auto& e : entries) {
+    auto [it, inserted] = index.emplace(e.word, words.size());
+    if (inserted) words.push_back({e.word, {}});
+    words[it->second].pronunciations.push_back(std::move(e.phonemes));
+  }
+  return words;
+}
+
+Dataset load_dataset(const std::string& dict_path) {
+  std::vector<sg::data::Pronunciation> entries = sg::data::read_cmudict(dict_path);
+  for (const auto& e : entries) {
     // Found here, with the line, rather than at the first checkpoint (a letter that is not UTF-8
     // text) or mid-run (a word longer than the model's positions).
     if (auto why = check_word(e.word)) SG_FAIL("g2p: {}:{}: {}", dict_path, e.line, *why);
     SG_CHECK(e.phonemes.size() <= kMaxPhonemes,
              "g2p: {}:{}: the pronunciation of '{}' has {} phonemes; at most {} fit the model",
              dict_path, e.line, e.word, e.phonemes.size(), kMaxPhonemes);
-    auto [it, inserted] = index.emplace(e.word, words.size());
-    if (inserted) words.push_back({e.word, {}});
-    words[it->second].pronunciations.push_back(std::move(e.phonemes));
   }
   Dataset d;
-  for (Word& w : words) {
+  for (Word& w : group_by_word(std::move(entries))) {
     switch (sg::data::split_of(w.spelling)) {
       case sg::data::Split::kTrain:
         d.train.push_back(std::move(w));

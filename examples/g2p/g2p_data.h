@@ -31,6 +31,10 @@ inline constexpr size_t kMaxLetters = 64, kMaxPhonemes = 62;
 // is an error naming the file and the line.
 Dataset load_dataset(const std::string& dict_path);
 
+// The dictionary's entries grouped by word: words in the order they first appear, each word's
+// pronunciations in file order ("read R EH1 D", "read(2) R IY1 D" -> one Word with two).
+std::vector<Word> group_by_word(std::vector<sg::data::Pronunciation> entries);
+
 // Why `word` (lower case) cannot be a source, or nothing when it can: a character outside
 // printable ASCII (letters are single bytes, and a checkpoint stores them as text), or more than
 // kMaxLetters letters.

@@ -9,13 +9,13 @@
 #include "autograd/autocast.h"
 #include "averaging.h"
 #include "nn/atomic_file.h"
-#include "nn/data/mistake_kinds.h"
 #include "nn/train/heatmap.h"
 #include "nn/train/line_chart.h"
 #include "nn/train/mixed_precision.h"
 #include "nn/train/progress.h"
 #include "nn/train/run_directory.h"
 #include "run_state.h"
+#include "scoring.h"
 
 namespace g2p {
 
@@ -81,28 +81,10 @@ std::vector<std::vector<std::string>> pronounce_in_batches(const Model& model,
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
                     int64_t limit, double length_penalty) {
   const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
-  sg::data::ErrorRates rates, rates_without_stress;
-  sg::data::MistakeKinds kinds;
+  const std::vector<Word> scored(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n));
   std::vector<std::string> spellings;
-  for (size_t i = 0; i < n; ++i) spellings.push_back(words[i].spelling);
-  const auto predicted = pronounce_in_batches(model, spellings, beam_size, 128, length_penalty);
-  for (size_t i = 0; i < predicted.size(); ++i) {
-    const auto& references = words[i].pronunciations;
-    rates.add(predicted[i], references);
-    kinds.add(predicted[i], references);
-    std::vector<std::vector<std::string>> references_without_stress;
-    for (const auto& r : references)
-      references_without_stress.push_back(sg::data::without_stress(r));
-    rates_without_stress.add(sg::data::without_stress(predicted[i]), references_without_stress);
-  }
-  return {.wer = rates.wer(),
-          .per = rates.per(),
-          .words = rates.words(),
-          .wer_without_stress = rates_without_stress.wer(),
-          .per_without_stress = rates_without_stress.per(),
-          .stress_mistakes = kinds.stress(),
-          .vowel_mistakes = kinds.vowels(),
-          .consonant_mistakes = kinds.consonants()};
+  for (const Word& w : scored) spellings.push_back(w.spelling);
+  return score(scored, pronounce_in_batches(model, spellings, beam_size, 128, length_penalty));
 }
 
 void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path) {

@@ -87,7 +87,8 @@ else
   echo "FAIL: pronounce with an unspellable word: status $status"; cat "$dir/out" "$dir/err"
   failures=$((failures + 1))
 fi
-grep -v '^;;;' "$dict" | awk '{print $1}' | sed 's/(.*//' | head -300 >"$dir/many"
+# The first 300 headwords (awk stops reading the file itself: no pipe for it to close early).
+awk '!/^;;;/ { sub(/\(.*/, "", $1); print $1; if (++n == 300) exit }' "$dict" >"$dir/many"
 input=$dir/many expect_ok "abbreviate " pronounce --checkpoint "$dir/run/model.safetensors" --beam 2
 [[ $(wc -l <"$dir/out") -eq 300 ]] && passes=$((passes + 1)) || {
   echo "FAIL: pronounce of 300 words printed $(wc -l <"$dir/out") lines"; failures=$((failures + 1)); }
@@ -108,6 +109,34 @@ expect_error "is one of the checkpoints averaged" average "$dir/levers/checkpoin
 expect_error "--ema must be a decay in (0, 1)" train --data "$dict" --out "$dir/x" --ema 1.5
 expect_error "--checkpoint-every must be positive" train --data "$dict" --out "$dir/x" \
   --average-last 3 --checkpoint-every 0
+
+# split and score: the split as dictionary files for another G2P system, and predictions scored
+# as eval scores the model (here the test split itself: a perfect prediction).
+split=$dir/split
+expect_ok "test: " split --data "$dict" --out "$split"
+for f in train.dict dev.dict test.dict dev.words test.words; do
+  [[ -s $split/$f ]] && passes=$((passes + 1)) || {
+    echo "FAIL: split wrote no $f"; failures=$((failures + 1)); }
+done
+written=$(cat "$split/train.dict" "$split/dev.dict" "$split/test.dict" | wc -l)
+in_dict=$(grep -c '^[^;]' "$dict")
+[[ $written -eq $in_dict ]] && passes=$((passes + 1)) || {
+  echo "FAIL: split wrote $written pronunciations of $in_dict"; failures=$((failures + 1)); }
+expect_error "train.dict exists (give --overwrite" split --data "$dict" --out "$split"
+expect_ok "train: " split --data "$dict" --out "$split" --overwrite
+expect_ok "words): WER 0.00%  PER 0.00%  (without stress: WER 0.00%  PER 0.00%)" score \
+  "$split/test.dict" "$split/test.dict" --metrics-json "$dir/score.json"
+grep -qF '"wer": 0.0' "$dir/score.json" && passes=$((passes + 1)) || {
+  echo "FAIL: score --metrics-json:"; cat "$dir/score.json"; failures=$((failures + 1)); }
+# Phonetisaurus g2pfst's lines (word, score, phonemes) for one test word: the others are missing.
+awk '{ w = $1; $1 = ""; sub(/^ /, ""); printf "%s\t-1.5\t%s\n", w, $0; exit }' "$split/test.dict" \
+  >"$dir/one.pred"
+expect_ok "WER " score "$split/test.dict" "$dir/one.pred"
+grep -qF "have no prediction in $dir/one.pred" "$dir/err" && passes=$((passes + 1)) || {
+  echo "FAIL: no warning of missing predictions:"; cat "$dir/err"; failures=$((failures + 1)); }
+expect_error "cannot open '$dir/none.pred'" score "$split/test.dict" "$dir/none.pred"
+printf 'tensor T EH1 N S er0\n' >"$dir/bad.pred"
+expect_error "bad.pred:1: 'er0' is not an ARPAbet phoneme" score "$split/test.dict" "$dir/bad.pred"
 
 echo "g2p cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
