@@ -15,7 +15,7 @@ tests/support/golden.h and never need Python.
 PyTorch on the same kind of CPU gives the same bits. PyTorch's CPU kernels differ with the
 vector instructions they run (its scalar "default" kernels change the last bits of 9 of the 14
 files), so the kernels are pinned to AVX2, what PyTorch 1.13 picks on any x86-64 CPU that has
-it, and to one thread. No float tolerance would do instead: some golden gradients are zero in
+it, OpenBLAS's products to its Haswell kernels, and everything to one thread. No float tolerance would do instead: some golden gradients are zero in
 exact arithmetic (a key projection's bias), pure rounding noise that changes completely.
 """
 import importlib
@@ -26,6 +26,10 @@ import pathlib
 import sys
 
 os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")  # read when torch loads: set it first
+# Debian's PyTorch multiplies through OpenBLAS, whose kernel family (picked for the CPU, or named
+# by OPENBLAS_CORETYPE, which some machines set) changes the last bits too: pinned to Haswell's,
+# the AVX2 family every x86-64 CPU with AVX2 runs (SkylakeX's would stop a CPU without AVX-512).
+os.environ["OPENBLAS_CORETYPE"] = "Haswell"
 import torch  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

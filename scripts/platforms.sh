@@ -7,8 +7,10 @@
 # Legs:
 #   kernels   the whole suite (build/) once per OpenBLAS kernel family: Haswell (Intel AVX2
 #             laptops), Zen (AMD Zen 1-3), SkylakeX, Cooperlake, Sandybridge; the family this
-#             CPU gets is the main run's, and is not run twice
-#   avx2      the whole suite with SCRATCHGRAD_CPU_FEATURES=avx2: every AVX-512 path off
+#             CPU gets is the main run's, and is not run twice; SkylakeX and Cooperlake only
+#             where the CPU has AVX-512 (elsewhere they stop at an illegal instruction)
+#   avx2      the whole suite with SCRATCHGRAD_CPU_FEATURES=avx2: every AVX-512 path off (on a
+#             CPU without AVX-512 that is the main run, not run twice)
 #   valgrind  the CPU-kernel tests under valgrind's memcheck, which emulates a CPU without
 #             AVX-512 (AVX2 and FMA) natively: every kernel file's portable path, memory-checked
 #   no-avx2   a program started on an emulated CPU without AVX2 (qemu-x86_64 -cpu Nehalem) is
@@ -35,6 +37,14 @@ need() {
       exit 1
     fi
   done
+}
+# Whether this CPU runs AVX-512 (F, BW, VL, DQ: what OpenBLAS's SkylakeX kernels and the fast
+# kernels' AVX-512 paths use). CI's machines vary: some have it, some do not.
+has_avx512() {
+  local flags
+  flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null) || return 1
+  [[ " $flags " == *" avx512f "* && " $flags " == *" avx512bw "* && " $flags " == *" avx512vl "* &&
+     " $flags " == *" avx512dq "* ]]
 }
 main_build() {
   if [[ ! -x $build_dir/tests/autograd_tests ]]; then
@@ -64,6 +74,10 @@ leg_kernels() {
       section "OpenBLAS's $core kernels: the main run's own (this CPU's), not run again"
       continue
     fi
+    if [[ $core == SkylakeX || $core == Cooperlake ]] && ! has_avx512; then
+      section "OpenBLAS's $core kernels: they need AVX-512, which this CPU has not (not run)"
+      continue
+    fi
     section "the whole suite on OpenBLAS's $core kernels"
     suite OPENBLAS_CORETYPE=$core
   done
@@ -71,6 +85,10 @@ leg_kernels() {
 
 leg_avx2() {
   main_build
+  if ! has_avx512; then
+    section "the fast kernels' portable paths: the main run took them (this CPU has no AVX-512)"
+    return
+  fi
   section "the whole suite on the fast kernels' portable paths (SCRATCHGRAD_CPU_FEATURES=avx2)"
   suite SCRATCHGRAD_CPU_FEATURES=avx2
 }
