@@ -14,10 +14,6 @@ trap 'rm -rf "$dir"' EXIT
 fakes=$dir/bin
 mkdir -p "$fakes"
 
-# The real tools install_deps.sh uses besides the package manager; nothing else is on PATH (a real
-# sudo must not be found when the test says there is none).
-for tool in env uname grep; do ln -s "$(command -v "$tool")" "$fakes/$tool"; done
-
 # pad: a megabyte of output after the answer, written in one go.
 padding='pad() { printf "%1048576s\n" " "; }'
 cat >"$fakes/apt-cache" <<EOF
@@ -58,6 +54,10 @@ echo "sudo" >>"$FAKE_LOG"
 exec "$@"
 EOF
 chmod +x "$fakes"/*
+# The real tools install_deps.sh uses besides the package manager; nothing else is on PATH (a real
+# sudo must not be found when the test says there is none). Linked after the chmod, which would
+# follow the links to the system's files.
+for tool in env uname grep; do ln -s "$(command -v "$tool")" "$fakes/$tool"; done
 
 # Every package install_deps.sh asks for on Debian, under the names Debian 12 has.
 debian12=(build-essential cmake ninja-build libopenblas-dev libblis-dev libblis4-pthread
