@@ -174,7 +174,8 @@ step() {
   log=$work/logs/${name// /-}.log
   say "$name: $command (as $user)"
   run_in "$root" "$user" "$log" "$command"
-  warnings=$(grep -E ': warning: ' "$log" || true)
+  # A compiler's warnings name a place, file:line[:column] (apt's own "warning:" lines do not).
+  warnings=$(grep -E ':[0-9]+(:[0-9]+)?: warning: ' "$log" || true)
   if [[ -n $warnings ]]; then
     echo "fresh_machine: '$command' built with compiler warnings ($log):" >&2
     head -20 <<<"$warnings" >&2
