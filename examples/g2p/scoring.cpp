@@ -1,6 +1,5 @@
 #include "scoring.h"
 
-#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -9,6 +8,7 @@
 #include <utility>
 
 #include "nn/atomic_file.h"
+#include "nn/parse_number.h"
 
 namespace g2p {
 
@@ -30,13 +30,6 @@ SplitSummary summarize(const std::string& name, const std::vector<Word>& words) 
   return s;
 }
 
-// Whether all of `text` is a number, as g2pfst writes its scores ("12.0383", "-3.5").
-bool is_number(std::string_view text) {
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return !text.empty() && error == std::errc() && end == text.data() + text.size();
-}
-
 // A g2pfst line, "word<TAB>score<TAB>P H ONES", as the dictionary line "word<TAB>P H ONES"; an
 // empty line when it has no phonemes (no prediction). Any other line is returned as it is, less a
 // trailing '\r' (which the parser drops as well).
@@ -45,7 +38,8 @@ std::string without_score(std::string line) {
   const size_t first = line.find('\t');
   const size_t second = first == std::string::npos ? first : line.find('\t', first + 1);
   if (second == std::string::npos || line.find('\t', second + 1) != std::string::npos) return line;
-  if (!is_number(std::string_view(line).substr(first + 1, second - first - 1))) return line;
+  if (!sg::nn::is_decimal_number(std::string_view(line).substr(first + 1, second - first - 1)))
+    return line;
   const std::string phonemes = line.substr(second + 1);
   if (phonemes.find_first_not_of(' ') == std::string::npos) return "";
   return line.substr(0, first) + "\t" + phonemes;
