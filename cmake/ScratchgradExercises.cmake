@@ -54,7 +54,7 @@ function(sg_exercise_sources target)
       DEPENDS "${absolute}" ${PROJECT_SOURCE_DIR}/scripts/exercises.py
       COMMENT "Exercise mode: ${relative} with the learner's regions"
       VERBATIM)
-    foreach(property IN ITEMS COMPILE_OPTIONS COMPILE_DEFINITIONS)
+    foreach(property IN ITEMS COMPILE_OPTIONS COMPILE_DEFINITIONS SKIP_PRECOMPILE_HEADERS)
       get_source_file_property(value "${absolute}" ${property})
       if(value)
         set_source_files_properties("${copy}" PROPERTIES ${property} "${value}")
