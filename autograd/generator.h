@@ -58,4 +58,20 @@ class Generator {
 Generator& default_generator();
 void manual_seed(uint64_t seed);
 
+// The default generator's state, restored when the scope ends (PyTorch's torch.random.fork_rng):
+// what runs inside draws numbers without moving the program's stream. Reading a model from a
+// checkpoint builds it first, and building initialises its weights from the generator, only for
+// the file to replace them: without this, loading a model would change what training draws next.
+//   { sg::ForkRng keep_the_stream; model = std::make_shared<Transformer>(options); }
+class ForkRng {
+ public:
+  ForkRng() : saved_(default_generator().state()) {}
+  ~ForkRng() { default_generator().set_state(saved_); }
+  ForkRng(const ForkRng&) = delete;
+  ForkRng& operator=(const ForkRng&) = delete;
+
+ private:
+  uint64_t saved_;
+};
+
 }  // namespace sg

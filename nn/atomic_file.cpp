@@ -1,6 +1,7 @@
 #include "nn/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,10 +13,34 @@
 
 namespace sg::nn {
 
+namespace {
+
+// What a path names, in words, when it is there and is not a regular file.
+const char* kind_of_special_file(const struct stat& info) {
+  if (S_ISCHR(info.st_mode)) return "a character device";
+  if (S_ISBLK(info.st_mode)) return "a block device";
+  if (S_ISFIFO(info.st_mode)) return "a FIFO";
+  if (S_ISSOCK(info.st_mode)) return "a socket";
+  if (S_ISDIR(info.st_mode)) return "a directory";
+  return "not a regular file";
+}
+
+}  // namespace
+
 AtomicFile::AtomicFile(std::string path, std::string op)
     : path_(std::move(path)),
       op_(std::move(op)),
       temp_path_(path_ + ".tmp-" + std::to_string(::getpid())) {
+  // The rename at commit() replaces whatever has the name: a device or a FIFO given as an output
+  // (/dev/null, /dev/stdout, a pipe) would be replaced by a regular file -- as root, the
+  // machine's own /dev/null. Only a regular file (or a link to one, or nothing) is replaced.
+  struct stat info {};
+  if (::stat(path_.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    SG_FAIL(
+        "{}: cannot write {}: it is {}; give the path of a regular file (it is written to a "
+        "temporary file, then renamed over the path)",
+        op_, path_, kind_of_special_file(info));
+  }
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail("cannot create " + temp_path_, errno);
 }

@@ -16,6 +16,16 @@ std::string join(const std::vector<std::string>& items, const char* separator) {
   return out;
 }
 
+// Whether every value of `from` is a value of `to`: bfloat16 -> float32 -> float64. A checkpoint
+// of such a dtype loads (a bfloat16 file into a float32 model); a narrowing one (float64 into
+// float32) would round every weight without a word, and is a mismatch.
+bool widens_exactly(DType from, DType to) {
+  const auto rank = [](DType d) {
+    return d == kBFloat16 ? 1 : d == kFloat32 ? 2 : d == kFloat64 ? 3 : 0;
+  };
+  return rank(from) > 0 && rank(from) < rank(to);
+}
+
 // Every difference between the checkpoint and the model, as one readable list (empty: they
 // match). All of them at once: fixing a config one error per run is slow.
 std::string describe_mismatches(const NamedTensors& file, const NamedTensors& model) {
@@ -33,7 +43,8 @@ std::string describe_mismatches(const NamedTensors& file, const NamedTensors& mo
     if (source.shape() != target.shape()) {
       mismatched.push_back(fmt::format("shape mismatch for {}: checkpoint {} vs model {}", name,
                                        source.shape(), target.shape()));
-    } else if (source.dtype() != target.dtype()) {
+    } else if (source.dtype() != target.dtype() &&
+               !widens_exactly(source.dtype(), target.dtype())) {
       mismatched.push_back(fmt::format("dtype mismatch for {}: checkpoint {} vs model {}", name,
                                        source.dtype(), target.dtype()));
     }
@@ -70,7 +81,12 @@ void load(Module& module, const NamedTensors& tensors, const std::string& source
   // still leaves the model untouched; the copies below cannot fail.
   std::map<std::string, Tensor> staged;
   for (const auto& [name, t] : tensors) staged[name] = t;
-  for (const auto& [name, target] : model) staged[name] = staged[name].to(target.device());
+  // A tensor of a narrower floating type is widened (widens_exactly).
+  for (const auto& [name, target] : model) {
+    Tensor& t = staged[name];
+    if (t.dtype() != target.dtype()) t = t.to(target.dtype());
+    t = t.to(target.device());
+  }
 
   NoGradGuard no_grad;  // parameters require grad; writing them is not part of any graph
   for (auto& [name, target] : model) target.copy_(staged[name]);

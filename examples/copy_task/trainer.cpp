@@ -171,7 +171,10 @@ void TrainOptions::validate() const {
 LoadedModel load_checkpoint(const std::string& path) {
   CheckpointFile file = read_checkpoint(path);
   LoadedModel loaded{file.config, nullptr};
-  loaded.model = std::make_shared<sg::nn::Transformer>(loaded.config.model_options());
+  {
+    const sg::ForkRng keep_the_stream;  // the initial weights are replaced by the file's
+    loaded.model = std::make_shared<sg::nn::Transformer>(loaded.config.model_options());
+  }
   sg::train::restore(file.checkpoint, *loaded.model, nullptr);
   loaded.model->eval();
   return loaded;

@@ -56,7 +56,10 @@ CheckpointFile read_checkpoint(sg::train::Checkpoint checkpoint) {
   const sg::nn::TransformerOptions options =
       c.model.config.model_options(c.model.letters.size(), c.model.phonemes.size());
   sg::train::check_fits(checkpoint, options);
-  c.model.transformer = std::make_shared<sg::nn::Transformer>(options);
+  {
+    const sg::ForkRng keep_the_stream;  // the initial weights are replaced by the file's
+    c.model.transformer = std::make_shared<sg::nn::Transformer>(options);
+  }
   sg::train::restore(checkpoint, *c.model.transformer, nullptr);
   c.checkpoint = std::move(checkpoint);
   return c;

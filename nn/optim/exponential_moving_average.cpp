@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "nn/optim/optimizer.h"
+
 namespace sg::optim {
 
 namespace {
@@ -51,6 +53,8 @@ nn::NamedTensors ExponentialMovingAverage::matching_state(const char* op,
 
 void ExponentialMovingAverage::update(const nn::Module& module) {
   const nn::NamedTensors current = matching_state("update", module);
+  SG_CHECK(num_updates_ < kMaxStepCount,
+           "ExponentialMovingAverage.update: the count is at its limit, 2^53 = {}", kMaxStepCount);
   const double weight = 1.0 - decay_at(num_updates_ + 1);
   NoGradGuard no_grad;
   for (size_t i = 0; i < current.size(); ++i) {
@@ -111,6 +115,9 @@ void ExponentialMovingAverage::load_state(const nn::NamedTensors& state) {
            count.shape());
   const int64_t num_updates = count.item<int64_t>();
   SG_CHECK(num_updates >= 0, "{}: entry 'num_updates' = {} is negative", op, num_updates);
+  SG_CHECK(num_updates <= kMaxStepCount,
+           "{}: entry 'num_updates' = {} is above the largest count, 2^53 = {}", op, num_updates,
+           kMaxStepCount);
   const Tensor& decay = find("decay");
   SG_CHECK(decay.is_floating_point() && decay.numel() == 1,
            "{}: entry 'decay' must be one float, got {} of shape {}", op, decay.dtype(),

@@ -84,6 +84,8 @@ void Optimizer::set_lr(size_t group, double lr) {
 void Optimizer::step() {
   NoGradGuard no_grad;  // the updates are not part of any graph
   if (!params_.empty() && cuda::is_capturing(params_.front().device())) return step_in_capture();
+  SG_CHECK(step_count_ < kMaxStepCount, "{}.step: the step count is at its limit, 2^53 = {}", name_,
+           kMaxStepCount);
   ++step_count_;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor grad = params_[i].grad();
@@ -183,6 +185,9 @@ void Optimizer::load_state(const NamedTensors& state) {
   std::set<std::string> used{"step", "lr"};
   const int64_t step_count = count("step");
   SG_CHECK(step_count >= 0, "{}.load_state: entry 'step' = {} is negative", name_, step_count);
+  SG_CHECK(step_count <= kMaxStepCount,
+           "{}.load_state: entry 'step' = {} is above the largest step count, 2^53 = {}", name_,
+           step_count, kMaxStepCount);
   const Tensor& lr_entry = find("lr");
   SG_CHECK(lr_entry.is_floating_point() && lr_entry.numel() == static_cast<int64_t>(groups_.size()),
            "{}.load_state: entry 'lr' must hold one float per parameter group ({}), got {} of "

@@ -27,6 +27,12 @@
 
 namespace sg::optim {
 
+// The most steps an optimizer (or a moving average) counts: 2^53, the largest count a double
+// holds exactly. Bias corrections, schedules and checkpoints (scalar_tensor) compute the count in
+// double; a larger one, from a damaged or hostile checkpoint, would overflow or round and change
+// the learning rate without a word. Loading refuses it, and step() refuses to pass it.
+inline constexpr int64_t kMaxStepCount = int64_t{1} << 53;
+
 using nn::NamedTensors;
 
 class Optimizer {

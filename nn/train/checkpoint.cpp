@@ -118,7 +118,9 @@ std::optional<std::string> first_non_finite(const nn::NamedTensors& tensors) {
   for (const auto& [name, t] : tensors) {
     if (!is_floating(t.dtype()) || t.numel() == 0) continue;
     // x * 0 is 0 for every finite x and NaN for an infinity or a NaN: one value to read back.
-    if (!std::isfinite((t * 0.0).sum().item<double>())) return name;
+    // In float32 at least (bfloat16 tensors have no arithmetic of their own).
+    const Tensor wide = t.dtype() == kBFloat16 ? t.to(kFloat32) : t;
+    if (!std::isfinite((wide * 0.0).sum().item<double>())) return name;
   }
   return std::nullopt;
 }

@@ -174,7 +174,7 @@ TEST(FactoryHardening, EverySizeProductIsChecked) {
 }
 
 TEST(FactoryHardening, AnImpossibleAllocationIsAnError) {
-#if defined(__SANITIZE_ADDRESS__)
+#if SG_TEST_WITH_ASAN
   GTEST_SKIP() << "AddressSanitizer aborts on allocations this large instead of failing them";
 #else
   // 2^50 bytes (a petabyte): no machine has it, so the allocation fails, as an sg::Error.

@@ -12,7 +12,9 @@
 #include <fstream>
 #include <set>
 
+#include "averaging.h"
 #include "nn/train/checkpoint.h"
+#include "run_state.h"
 #include "tests/g2p/g2p_testing.h"
 #include "tests/support/testing.h"
 #include "trainer.h"
@@ -127,6 +129,40 @@ TEST(G2pHardening, CheckpointsAreCheckedAndResumeKeepsTheConfiguration) {
   EXPECT_SG_ERROR(g2p::load_model(dir + "/nan.safetensors"),
                   "tensor 'src_embed.weight' holds infinities or NaNs");
   fs::remove_all(dir);
+}
+
+// Reading a checkpoint builds a model whose initial weights the file replaces: that must not
+// move the program's random stream, or the final averaging of a resumed run would save another
+// generator state than the uninterrupted run, and an extension of it would train differently.
+TEST(G2pHardening, ResumingAFinishedRunChangesNothingThatALongerRunWouldSee) {
+  g2p::Config c = tiny_config();
+  c.average_last = 2;
+  const std::string straight = temp_dir("straight"), resumed = temp_dir("finished");
+  g2p::train(c, {.out_dir = straight, .quiet = true});
+  g2p::train(c, {.out_dir = resumed, .quiet = true});
+
+  sg::manual_seed(123);
+  const uint64_t before = sg::default_generator().state();
+  g2p::read_checkpoint(resumed + "/last.safetensors");
+  g2p::average_models(g2p::newest_step_checkpoints(resumed, 2));
+  EXPECT_EQ(sg::default_generator().state(), before) << "reading checkpoints drew numbers";
+
+  // The finished run resumed (no step to train, the average again), then both extended.
+  g2p::train(c, {.out_dir = resumed, .resume = true, .quiet = true});
+  g2p::Config longer = c;
+  longer.steps = 9;
+  g2p::train(longer, {.out_dir = straight, .resume = true, .quiet = true});
+  g2p::train(longer, {.out_dir = resumed, .resume = true, .quiet = true});
+  const sg::nn::SafetensorsFile a = sg::nn::load_safetensors(straight + "/last.safetensors");
+  const sg::nn::SafetensorsFile b = sg::nn::load_safetensors(resumed + "/last.safetensors");
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    EXPECT_TRUE(sg::testing::tensors_equal(a.tensors[i].second, b.tensors[i].second))
+        << a.tensors[i].first;
+  }
+  EXPECT_EQ(a.metadata.at("global_rng"), b.metadata.at("global_rng"));
+  fs::remove_all(straight);
+  fs::remove_all(resumed);
 }
 
 TEST(G2pHardening, PronounceDecodesInBatchesAndNamesWhatItCannotSpell) {

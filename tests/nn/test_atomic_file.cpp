@@ -1,6 +1,7 @@
 #include "nn/atomic_file.h"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <vector>
@@ -82,9 +83,13 @@ TEST(SerializeAtomicFile, FailureMidWriteKeepsTheExistingCheckpoint) {
 
 TEST(SerializeAtomicFile, FailedRenameNamesThePathAndCleansUp) {
   TempDir dir;
-  std::filesystem::create_directories(dir.path() / "taken" / "inside");  // a non-empty directory
-  EXPECT_SG_ERROR(save_safetensors(dir / "taken", {{"w", ones({2})}}),
-                  "save_safetensors: cannot write " + (dir / "taken") + ": renaming");
+  {
+    AtomicFile file(dir / "taken", "save");
+    file.write("data", 4);
+    // The name is taken, by a non-empty directory, after the file was opened: the rename fails.
+    std::filesystem::create_directories(dir.path() / "taken" / "inside");
+    EXPECT_SG_ERROR(file.commit(), "save: cannot write " + (dir / "taken") + ": renaming");
+  }  // and the temporary file goes with the object
   EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "taken" / "inside"));
   EXPECT_TRUE(other_files(dir, "taken").empty());
 }
@@ -117,6 +122,24 @@ TEST(SerializeAtomicFile, WriteFileAtomicallySaysWhyAWriteFailedAndLeavesNoTempo
   // A folder that does not exist yet is created.
   write_file_atomically(dir / "a/b/c.txt", "text");
   EXPECT_EQ(read_bytes(dir / "a/b/c.txt"), "text");
+}
+
+// The rename would replace a FIFO, a device or a directory given as the output with a regular
+// file (as root, `--out /dev/full` replaced the machine's /dev/full): refused, and left as it was.
+TEST(SerializeAtomicFile, ASpecialFileOrADirectoryIsRefusedAndLeftAsItWas) {
+  TempDir dir;
+  const std::string fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_SG_ERROR(write_file_atomically(fifo, "text", "save"),
+                  "save: cannot write " + fifo + ": it is a FIFO; give the path of a regular file");
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  std::filesystem::create_directory(dir / "folder");
+  EXPECT_SG_ERROR(AtomicFile(dir / "folder", "save"), "it is a directory");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "folder"));
+  // A link to a FIFO is followed: what it names is checked.
+  std::filesystem::create_symlink(fifo, dir / "link");
+  EXPECT_SG_ERROR(write_file_atomically(dir / "link", "text"), "it is a FIFO");
+  EXPECT_EQ(other_files(dir, "pipe").size(), 2u);  // "folder" and "link": no temporary file
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include "nn/optim/exponential_moving_average.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <vector>
 
 #include "nn/linear.h"
 #include "nn/serialize.h"
@@ -235,6 +237,10 @@ TEST(OptimExponentialMovingAverage, BadInputIsRefusedAndLeavesTheAverageAsItWas)
   EXPECT_SG_ERROR(ema.load_state(without("num_updates")), "missing entry 'num_updates'");
   EXPECT_SG_ERROR(ema.load_state(replaced("num_updates", scalar_tensor(-1, kInt64))),
                   "'num_updates' = -1 is negative");
+  EXPECT_SG_ERROR(ema.load_state(replaced(
+                      "num_updates",
+                      from_vector(std::vector<int64_t>{std::numeric_limits<int64_t>::max()}, {}))),
+                  "'num_updates' = 9223372036854775807 is above the largest count, 2^53");
   EXPECT_SG_ERROR(ema.load_state(replaced("num_updates", scalar_tensor(2.5, kFloat64))),
                   "must be one int64 count");
   EXPECT_SG_ERROR(ema.load_state(replaced("shadow.running", ones({3}))),

@@ -4,6 +4,7 @@
 // loaded state's step counts.
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "nn/linear.h"
 #include "nn/optim/adam.h"
@@ -221,11 +222,21 @@ TEST(OptimState, StepCountsAreCheckedIntegers) {
                   "entry 'step.0' = 3 is not a step count in [1, step = 2]");
   EXPECT_SG_ERROR(opt.load_state(with("step", scalar_tensor(-1.0, kInt64))),
                   "Adam.load_state: entry 'step' = -1 is negative");
+  // INT64_MAX would overflow at the next step (and, read as a double, round): the lr schedule
+  // would change with no word of why.
+  const Tensor huge = from_vector(std::vector<int64_t>{std::numeric_limits<int64_t>::max()}, {});
+  EXPECT_SG_ERROR(opt.load_state(with("step", huge)),
+                  "Adam.load_state: entry 'step' = 9223372036854775807 is above the largest step "
+                  "count, 2^53 = 9007199254740992");
   EXPECT_SG_ERROR(
       opt.load_state(with("lr", scalar_tensor(std::numeric_limits<double>::infinity(), kFloat64))),
       "Adam.load_state: entry 'lr' holds inf; a learning rate is finite and non-negative");
   EXPECT_EQ(opt.step_count(), 2);  // untouched by the failed loads
   EXPECT_NO_THROW(opt.load_state(good));
+  // At the limit itself a checkpoint loads, and the next step is refused.
+  ASSERT_NO_THROW(
+      opt.load_state(with("step", from_vector(std::vector<int64_t>{kMaxStepCount}, {}))));
+  EXPECT_SG_ERROR(opt.step(), "Adam.step: the step count is at its limit, 2^53 = 9007199254740992");
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 #include "nn/serialize.h"
 
+#include <cmath>
+#include <optional>
+
 #include "nn/activation.h"
 #include "nn/container.h"
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/sgd.h"
+#include "nn/train/checkpoint.h"
 #include "nn/transformer.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/testing.h"
@@ -128,6 +132,26 @@ TEST(CheckpointModule, DtypeMismatchIsAnError) {
                   "dtype mismatch for 0.weight: checkpoint float64 vs model float32; dtype "
                   "mismatch for 0.bias");
   EXPECT_TRUE(all_equal(model->state_dict(), before));
+}
+
+// A bfloat16 checkpoint (half the size) loads into a float32 model: every bfloat16 is a float32.
+TEST(CheckpointModule, ANarrowerFloatingCheckpointLoadsExactly) {
+  TempDir dir;
+  auto saved = make_mlp(1);
+  NamedTensors halves;
+  for (const auto& [name, t] : saved->state_dict()) halves.emplace_back(name, t.to(kBFloat16));
+  save_safetensors(dir / "bf16.safetensors", halves);
+  auto model = make_mlp(2);
+  load(*model, dir / "bf16.safetensors");
+  const NamedTensors loaded = model->state_dict();
+  for (size_t i = 0; i < halves.size(); ++i) {
+    EXPECT_EQ(loaded[i].second.dtype(), kFloat32);
+    EXPECT_TRUE(sg::testing::tensors_equal(loaded[i].second, halves[i].second.to(kFloat32)))
+        << halves[i].first;
+  }
+  EXPECT_EQ(sg::train::first_non_finite(halves), std::nullopt);
+  halves[1].second = full(halves[1].second.shape(), std::nan("")).to(kBFloat16);
+  EXPECT_EQ(sg::train::first_non_finite(halves), halves[1].first);  // bfloat16 is checked too
 }
 
 TEST(CheckpointModule, BrokenFilesLeaveTheModelUnchanged) {

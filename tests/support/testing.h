@@ -51,6 +51,20 @@ void at_every_cpu_feature_level(Fn&& fn) {
 
 }  // namespace sg::testing
 
+// 1 in a build with AddressSanitizer: GCC says so with __SANITIZE_ADDRESS__, Clang (16) only
+// through __has_feature. Tests of out-of-memory paths skip there (ASan reserves terabytes of
+// address space and aborts where malloc would fail).
+#if defined(__SANITIZE_ADDRESS__)
+#define SG_TEST_WITH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SG_TEST_WITH_ASAN 1
+#endif
+#endif
+#ifndef SG_TEST_WITH_ASAN
+#define SG_TEST_WITH_ASAN 0
+#endif
+
 #define EXPECT_GRADCHECK(fn, ...) EXPECT_TRUE(::sg::testing::gradcheck_passes(fn, __VA_ARGS__))
 #define EXPECT_GRADGRADCHECK(fn, ...) \
   EXPECT_TRUE(::sg::testing::gradgradcheck_passes(fn, __VA_ARGS__))

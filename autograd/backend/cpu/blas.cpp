@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "autograd/backend/cpu/blas_library.h"
+#include "autograd/backend/cpu_fast/parallel.h"
 #include "autograd/blas.h"
 #include "autograd/cpu_features.h"
 #include "autograd/error.h"
@@ -180,7 +181,8 @@ void choose_fast_blas_once() {
 }
 
 void set_blas_threads(int threads) {
-  SG_CHECK(threads >= 1, "set_blas_threads: threads must be >= 1, got {}", threads);
+  SG_CHECK(threads >= 1 && threads <= cpu::kMaxThreads,
+           "set_blas_threads: threads must be from 1 to {}, got {}", cpu::kMaxThreads, threads);
 #if defined(SCRATCHGRAD_BLAS_IS_OPENBLAS)
   openblas_set_num_threads(threads);
 #elif defined(SCRATCHGRAD_BLAS_BLIS)

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -28,10 +30,17 @@ inline void pause_briefly() {
 
 // How long an idle worker watches for the next job before sleeping, in microseconds:
 // SCRATCHGRAD_WATCH_US, 100 by default, several times the gap between the jobs of a tiny
-// training step (bench/NOTES.md); 0 turns watching off.
+// training step (bench/NOTES.md); 0 turns watching off. At most a second: a watching worker
+// keeps its core busy.
 int64_t watch_microseconds() {
-  if (const char* env = std::getenv("SCRATCHGRAD_WATCH_US")) return std::max(0LL, std::atoll(env));
-  return 100;
+  const char* env = std::getenv("SCRATCHGRAD_WATCH_US");
+  if (env == nullptr || *env == '\0') return 100;
+  const std::string_view text(env);
+  int64_t us = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), us);
+  SG_CHECK(error == std::errc() && end == text.data() + text.size() && us >= 0 && us <= 1000000,
+           "SCRATCHGRAD_WATCH_US: expected whole microseconds from 0 to 1000000, got '{}'", text);
+  return us;
 }
 
 // One job at a time: the chunks of a single parallel_for. Chunk k of `chunks` covers rows
@@ -43,16 +52,20 @@ int64_t watch_microseconds() {
 class Pool {
  public:
   explicit Pool(int threads) : ranges_(static_cast<size_t>(threads)) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
-  }
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
+    try {
+      for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+    } catch (const std::system_error& e) {
+      // Out of threads or memory: stop the workers already started (a joinable std::thread left
+      // to its destructor would end the program) and say what to change.
+      const size_t started = workers_.size();
+      stop_workers();
+      SG_FAIL(
+          "parallel: cannot start thread {} of {} ({}); ask for fewer with "
+          "set_num_threads or SCRATCHGRAD_NUM_THREADS",
+          started + 2, threads, e.what());
     }
-    wake_.notify_all();
-    for (std::thread& t : workers_) t.join();
   }
+  ~Pool() { stop_workers(); }
   int size() const { return static_cast<int>(ranges_.size()); }
 
   void run(int64_t n, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn) {
@@ -156,6 +169,15 @@ class Pool {
     }
   }
 
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
   // Polls `ready` for up to watch_ (a pause between polls, so the sibling hyperthread keeps its
   // share); true if it became true in that time.
   template <typename Ready>
@@ -186,12 +208,12 @@ class Pool {
   bool open_ = false, stop_ = false;
 };
 
+// SCRATCHGRAD_NUM_THREADS if set (empty counts as unset, as for the other variables), else one
+// thread per core.
 int default_threads() {
-  if (const char* env = std::getenv("SCRATCHGRAD_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n >= 1) return n;
-  }
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const char* env = std::getenv("SCRATCHGRAD_NUM_THREADS");
+  if (env != nullptr && *env != '\0') return parse_thread_count(env, "SCRATCHGRAD_NUM_THREADS");
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxThreads);
 }
 
 std::mutex pool_mutex;
@@ -205,7 +227,8 @@ Pool* pool() {
   Pool*& p = current_pool;
   if (p == nullptr || p->size() != requested_threads) {
     delete p;
-    p = requested_threads > 1 ? new Pool(requested_threads) : nullptr;
+    p = nullptr;  // a Pool that fails to start leaves none behind, and the next call tries again
+    if (requested_threads > 1) p = new Pool(requested_threads);
   }
   return p;
 }
@@ -242,8 +265,19 @@ int num_threads() {
   return p == nullptr ? 1 : p->size();
 }
 
+int parse_thread_count(std::string_view text, std::string_view source) {
+  int threads = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), threads);
+  SG_CHECK(error == std::errc() && end == text.data() + text.size() && threads >= 1 &&
+               threads <= kMaxThreads,
+           "{}: expected a whole number of threads from 1 to {}, got '{}'", source, kMaxThreads,
+           text);
+  return threads;
+}
+
 void set_num_threads(int threads) {
-  SG_CHECK(threads >= 1, "set_num_threads: threads must be >= 1, got {}", threads);
+  SG_CHECK(threads >= 1 && threads <= kMaxThreads,
+           "set_num_threads: threads must be from 1 to {}, got {}", kMaxThreads, threads);
   std::lock_guard<std::mutex> lock(pool_mutex);
   requested_threads = threads;
 }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 #include "autograd/tensor.h"
 
@@ -54,6 +55,15 @@ void quiet_workers();
 // Threads the pool uses (caller included); set_num_threads(1) runs every kernel serially.
 int num_threads();
 void set_num_threads(int threads);
+
+// The most threads set_num_threads, SCRATCHGRAD_NUM_THREADS and set_blas_threads accept. More is
+// a typing mistake on any machine this library runs on, and not a harmless one: each thread
+// reserves a stack, and each OpenBLAS thread a buffer, until the address space runs out.
+inline constexpr int kMaxThreads = 1024;
+
+// A thread count written as text (`source` names where it came from, e.g. the environment
+// variable): the whole text one decimal number in [1, kMaxThreads], or an error naming `source`.
+int parse_thread_count(std::string_view text, std::string_view source);
 
 // t narrowed to [lo, hi) along dim 0 without recording anything (kernels split their operands
 // this way). A tensor broadcast along dim 0 (size 1 or stride 0) stays broadcast.

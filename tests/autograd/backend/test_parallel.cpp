@@ -3,7 +3,15 @@
 // the kernels that use the pool give the same numbers with one thread as with several.
 #include "autograd/backend/cpu_fast/parallel.h"
 
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <stdexcept>
@@ -12,6 +20,7 @@
 #include <vector>
 
 #include "autograd/backend/backend.h"
+#include "autograd/blas.h"
 #include "autograd/cpu_features.h"
 #include "autograd/ops.h"
 #include "tests/support/testing.h"
@@ -260,6 +269,110 @@ TEST(BackendParallelFor, FixedBlocksDependOnTheWorkAlone) {
     ThreadsGuard guard(threads);
     EXPECT_EQ(cpu::fixed_blocks(80, 10), 8) << threads;
   }
+}
+
+// ---- thread counts: bounded, and read strictly
+// ---------------------------------------------------
+
+TEST(BackendParallelThreads, AThreadCountIsOneWholeNumberInRange) {
+  EXPECT_EQ(cpu::parse_thread_count("1", "T"), 1);
+  EXPECT_EQ(cpu::parse_thread_count("16", "T"), 16);
+  EXPECT_EQ(cpu::parse_thread_count("1024", "T"), cpu::kMaxThreads);
+  for (const char* bad : {"0", "-3", "abc", "", " 2", "2 ", "2x", "+2", "0x10", "1025", "99999",
+                          "99999999999999999999"}) {
+    EXPECT_SG_ERROR(cpu::parse_thread_count(bad, "SCRATCHGRAD_NUM_THREADS"),
+                    "SCRATCHGRAD_NUM_THREADS: expected a whole number of threads from 1 to 1024, "
+                    "got '" +
+                        std::string(bad) + "'");
+  }
+}
+
+TEST(BackendParallelThreads, SetNumThreadsAndSetBlasThreadsRefuseCountsOutOfRange) {
+  const int saved = cpu::num_threads();
+  EXPECT_SG_ERROR(cpu::set_num_threads(0),
+                  "set_num_threads: threads must be from 1 to 1024, got 0");
+  EXPECT_SG_ERROR(cpu::set_num_threads(99999), "got 99999");
+  EXPECT_EQ(cpu::num_threads(), saved);  // a refused count changes nothing
+  EXPECT_SG_ERROR(set_blas_threads(0), "set_blas_threads: threads must be from 1 to 1024, got 0");
+  EXPECT_SG_ERROR(set_blas_threads(4096), "got 4096");
+}
+
+// Bytes of address space this process has mapped (/proc/self/statm's first field, in pages).
+size_t address_space_in_use() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// In a child process (forked with no pool): under an address-space limit with room for a few
+// thread stacks, asks for a pool of 1024 threads, then for 2. Writes what happened to `out` and
+// exits 0 when the first was a clear error and the second worked.
+[[noreturn]] void start_a_pool_under_an_address_space_limit(int out) {
+  const auto say = [out](const std::string& text) {
+    [[maybe_unused]] const ssize_t written = ::write(out, text.data(), text.size());
+  };
+  ::alarm(60);  // a hang ends the child, and the test fails on the signal
+  rlimit limit{};
+  ::getrlimit(RLIMIT_AS, &limit);
+  limit.rlim_cur = address_space_in_use() + (size_t{64} << 20);
+  ::setrlimit(RLIMIT_AS, &limit);
+  void* probe = ::mmap(nullptr, size_t{256} << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (probe != MAP_FAILED) {
+    say("the address-space limit does not hold here");
+    ::_exit(0);
+  }
+  cpu::set_num_threads(cpu::kMaxThreads);
+  try {
+    cpu::parallel_for(int64_t{1} << 20, 1, [](int64_t, int64_t) {});
+    say("1024 threads started under the limit");
+    ::_exit(1);
+  } catch (const Error& e) {
+    say(e.what());
+  }
+  cpu::set_num_threads(2);  // the pool is usable again with a count it can start
+  std::atomic<int64_t> visited{0};
+  cpu::parallel_for(int64_t{1} << 16, 1, [&](int64_t lo, int64_t hi) { visited += hi - lo; });
+  ::_exit(visited.load() == (int64_t{1} << 16) ? 0 : 1);
+}
+
+// A pool that cannot start its threads is an sg::Error naming the thread and what to change, and
+// the program goes on (a joinable std::thread destroyed during the unwinding used to end it).
+TEST(BackendParallelThreads, APoolThatCannotStartItsThreadsIsAClearError) {
+#if SG_TEST_WITH_ASAN
+  GTEST_SKIP() << "AddressSanitizer needs terabytes of address space: no limit can be set";
+#else
+  const int saved = cpu::num_threads();
+  cpu::set_num_threads(1);
+  cpu::num_threads();  // the pool's threads are joined here: the child starts with none
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_ends[0]);
+    start_a_pool_under_an_address_space_limit(pipe_ends[1]);
+  }
+  ::close(pipe_ends[1]);
+  std::string said;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(pipe_ends[0], buffer, sizeof buffer)) > 0;) said.append(buffer, n);
+  ::close(pipe_ends[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  cpu::set_num_threads(saved);
+  if (said == "the address-space limit does not hold here") {
+    GTEST_SKIP() << "qemu-user keeps RLIMIT_AS for itself: " << said;
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << WTERMSIG(status) << ": "
+                                 << said;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << said;
+  EXPECT_NE(said.find("parallel: cannot start thread "), std::string::npos) << said;
+  EXPECT_NE(said.find(" of 1024 ("), std::string::npos) << said;
+  EXPECT_NE(said.find("); ask for fewer with set_num_threads or SCRATCHGRAD_NUM_THREADS"),
+            std::string::npos)
+      << said;
+#endif
 }
 
 }  // namespace
