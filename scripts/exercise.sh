@@ -5,7 +5,7 @@
 #   bash scripts/exercise.sh start NN.name    # one exercise only (e.g. 06.softmax_backward)
 #   bash scripts/exercise.sh check NN         # build, then run chapter NN's tests (ctest -L chNN)
 #   bash scripts/exercise.sh reset NN         # back to the library's solutions (exercises/NN is
-#                                             # moved to exercises/.old/NN, replacing an older one)
+#                                             # moved to exercises/.old/NN, or NN.2, NN.3, ...)
 # Each stub throws an sg::Error "exercise NN.name: not written yet. Hint: ...", so the chapter's
 # tests fail with that message until the function is right. The library's sources are never
 # edited: the CMake option SCRATCHGRAD_EXERCISES=NN compiles copies of them whose exercise regions
@@ -71,17 +71,48 @@ merge_selection() {
   echo "${out[*]}"
 }
 
+# The options a command takes after its chapter: anything else (a typo of --no-configure) is
+# refused rather than ignored.
+only_options() {
+  local allowed=$1 arg
+  shift
+  for arg in "$@"; do
+    [[ " $allowed " == *" $arg "* ]] || {
+      echo "exercise.sh $command: unknown argument '$arg' (expected: ${allowed:-none})" >&2
+      exit 2
+    }
+  done
+}
+
+# A chapter that has exercises (exercises.py names the chapters that do, otherwise).
+known_chapter() {
+  "$python" "${catalogue[@]}" sources "$1" > /dev/null
+}
+
+# Where reset keeps the learner's files: exercises/.old/NN, or .old/NN.2, .old/NN.3, ... when an
+# earlier reset's files are there (they are never replaced).
+old_copy_of() {
+  local chapter=$1 n=2 path="$exercises_dir/.old/$1"
+  while [[ -e $path ]]; do
+    path="$exercises_dir/.old/$chapter.$n"
+    n=$((n + 1))
+  done
+  echo "$path"
+}
+
 command=${1:-}
 [[ -n $command ]] || usage
 shift
 case $command in
   list)
+    [[ $# -le 1 ]] || only_options "" "${@:2}"
     "$python" "${catalogue[@]}" list "$@"
     ;;
   start)
     [[ $# -ge 1 ]] || usage
     selection=$1
     chapter=$(chapter_of "$selection")
+    only_options "--no-configure" "${@:2}"
     "$python" "${catalogue[@]}" start "$selection" --dir "$exercises_dir"
     if [[ ${2:-} != --no-configure ]]; then
       configure "$(merge_selection "$(current_selection)" "$selection" "")"
@@ -91,6 +122,8 @@ case $command in
   check)
     [[ $# -ge 1 ]] || usage
     chapter=$(chapter_of "$1")
+    only_options "" "${@:2}"
+    known_chapter "$chapter"
     cmake --build "$build_dir" --parallel "${JOBS:-$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN)}"
     log=$(mktemp)
     trap 'rm -f "$log"' EXIT
@@ -111,11 +144,13 @@ case $command in
   reset)
     [[ $# -ge 1 ]] || usage
     chapter=$(chapter_of "$1")
+    only_options "--no-configure" "${@:2}"
+    known_chapter "$chapter"
     if [[ -d $exercises_dir/$chapter ]]; then
       mkdir -p "$exercises_dir/.old"
-      rm -rf "${exercises_dir:?}/.old/$chapter"
-      mv "$exercises_dir/$chapter" "$exercises_dir/.old/$chapter"
-      echo "exercise.sh: your files are in $exercises_dir/.old/$chapter"
+      kept=$(old_copy_of "$chapter")
+      mv "$exercises_dir/$chapter" "$kept"
+      echo "exercise.sh: your files are in $kept"
     fi
     if [[ -f $build_dir/CMakeCache.txt && ${2:-} != --no-configure ]]; then
       configure "$(merge_selection "$(current_selection)" "" "$chapter")"

@@ -316,8 +316,12 @@ def cmd_start(args):
         if target.exists() and not args.force:
             print(f"kept    {target} (already there; reset deletes it)")
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(stub_text(e, args.solutions), encoding="utf-8")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(stub_text(e, args.solutions), encoding="utf-8")
+        except OSError as error:
+            raise SystemExit(f"exercises: cannot write {target}: {error.strerror} "
+                             "(EXERCISES_DIR chooses another folder)") from None
         print(f"wrote   {target}")
     return 0
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #if SG_COPY_TASK_DISTRIBUTED
+#include "autograd/cpu_kernels.h"
 #include "distributed/same_settings.h"
 #include "distributed/zero_redundancy_optimizer.h"
 #endif
@@ -205,7 +206,9 @@ void check_same_settings_on_every_rank(const Config& config, const TrainOptions&
        {"--sync-every", options.sync_every ? std::to_string(*options.sync_every) : "the default"},
        {"--bucket-mb", fmt::format("{}", options.bucket_mb)},
        {"--zero1", flag(options.zero1)},
-       {"--bf16", flag(options.bf16)}});
+       {"--bf16", flag(options.bf16)},
+       // --kernels or SCRATCHGRAD_KERNELS: the same model on other kernels is another sum order.
+       {"--kernels", std::string(sg::cpu_kernels_name(sg::cpu_kernels()))}});
   sg::distributed::check_same_settings(*sg::distributed::default_group(), settings,
                                        "copy_task train");
 #else

@@ -14,10 +14,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 #include "attention_plots.h"
 #include "autograd/anomaly.h"
@@ -32,6 +34,7 @@
 
 using namespace copy_task;
 using sg::train::integer_in;
+using sg::train::real_in;
 
 namespace {
 
@@ -59,7 +62,7 @@ struct Overrides {
     app.add_option("--d-model", d_model, "model width")->check(integer_in(1, Config::kMaxDModel));
     app.add_option("--heads", heads, "attention heads")->check(integer_in(1, Config::kMaxHeads));
     app.add_option("--ffn", d_ff, "feed-forward width")->check(integer_in(1, Config::kMaxFfn));
-    app.add_option("--dropout", dropout, "dropout probability");
+    app.add_option("--dropout", dropout, "dropout probability")->check(real_in(0, 1));
     app.add_flag("--norm-first", norm_first, "pre-LN layers instead of post-LN");
     app.add_option("--positional", positional, "sinusoidal | learned")
         ->check(CLI::IsMember({"sinusoidal", "learned"}));
@@ -67,8 +70,8 @@ struct Overrides {
         ->check(integer_in(0, Config::kMaxSteps));
     app.add_option("--warmup", warmup, "Noam warm-up steps")
         ->check(integer_in(1, Config::kMaxSteps));
-    app.add_option("--lr-factor", lr_factor, "Noam factor");
-    app.add_option("--label-smoothing", label_smoothing, "label smoothing");
+    app.add_option("--lr-factor", lr_factor, "Noam factor")->check(real_in(0, 1e30));
+    app.add_option("--label-smoothing", label_smoothing, "label smoothing")->check(real_in(0, 1));
     app.add_option("--eval-every", eval_every, "steps between held-out evaluations")
         ->check(integer_in(1, Config::kMaxSteps));
     app.add_option("--eval-samples", eval_samples, "sequences per evaluation")
@@ -294,9 +297,9 @@ int main(int argc, char** argv) {
                         "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
   train_cmd
       ->add_option("--threads", threads,
-                   "CPU threads: the fast kernels' pool and the BLAS library's (default: "
-                   "SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
-      ->check(CLI::Range(1, 256));
+                   "CPU threads: the fast kernels' pool and the BLAS library's, at most one "
+                   "per core there (default: SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
+      ->check(CLI::Range(1, sg::cpu::kMaxThreads));
   // The CPU kernels: the reference backend (the code the chapters show) or the fast one.
   const auto add_kernels_option = [&](CLI::App* cmd) {
     cmd->add_option("--kernels", kernels,
@@ -324,8 +327,10 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("reference", reference, "the reference capture (e.g. PyTorch's)")
       ->required();
   compare_cmd->add_option("candidate", candidate, "the capture to check against it")->required();
-  compare_cmd->add_option("--atol", atol, "absolute tolerance (default 1e-5)");
-  compare_cmd->add_option("--rtol", rtol, "relative tolerance (default 1e-4)");
+  compare_cmd->add_option("--atol", atol, "absolute tolerance (default 1e-5)")
+      ->check(real_in(0, 1e6));
+  compare_cmd->add_option("--rtol", rtol, "relative tolerance (default 1e-4)")
+      ->check(real_in(0, 1e6));
 
   CLI::App* capture_cmd = app.add_subcommand(
       "capture", "record one training step's module outputs and gradients (for compare)");
@@ -387,8 +392,11 @@ int main(int argc, char** argv) {
     sg::set_cpu_kernels(kernels.empty() ? sg::cpu_kernels() : sg::parse_cpu_kernels(kernels));
     if (*train_cmd) {
       // Both pools: the fast kernels cut their work over their own threads (OpenBLAS then runs
-      // on one), the reference kernels leave products to OpenBLAS's.
-      sg::set_blas_threads(threads.value_or(2));
+      // on one), the reference kernels leave products to OpenBLAS's. OpenBLAS gets at most one
+      // thread per core: its threads spin, and each takes a buffer of tens of MB (256 of them
+      // exhausted a 4 GiB address space, and OpenBLAS hung in its out-of-memory path).
+      const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+      sg::set_blas_threads(std::min(threads.value_or(2), cores));
       if (threads) sg::cpu::set_num_threads(*threads);
       if (detect_anomaly) sg::set_detect_anomaly(true);
       Config config = Config::preset_named(preset);

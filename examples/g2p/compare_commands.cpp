@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
 #include "report.h"
 #include "scoring.h"
@@ -44,7 +45,8 @@ CLI::App* add_score_command(CLI::App& app, ScoreArgs& a) {
                   "\"word<TAB>score<TAB>P H ONES\"; of several lines for a word the first "
                   "counts (1-best); a REF word without one is scored wrong")
       ->required();
-  cmd->add_option("--errors", a.errors, "mistakes to print")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--errors", a.errors, "mistakes to print")
+      ->check(sg::train::integer_in(0, 1'000'000'000));
   cmd->add_option("--metrics-json", a.metrics, "write the error rates here");
   return cmd;
 }

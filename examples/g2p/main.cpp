@@ -27,6 +27,7 @@
 
 using namespace g2p;
 using sg::train::integer_in;
+using sg::train::real_in;
 
 namespace {
 
@@ -174,7 +175,11 @@ int run_tune(const std::string& checkpoint, const std::string& data,
 }
 
 int run_average(std::vector<std::string> paths, const std::string& run_dir, int64_t last,
-                const std::string& out) {
+                const std::string& out, bool overwrite) {
+  // As train does: an existing file (the run's model.safetensors, or last.safetensors, which
+  // resuming needs) is never replaced unless asked.
+  SG_CHECK(overwrite || !std::filesystem::exists(out),
+           "g2p average: --out {} exists; add --overwrite to replace it", out);
   SG_CHECK(paths.empty() != run_dir.empty(),
            "g2p average: give either checkpoints or --run (with --last), not {}",
            paths.empty() ? "neither" : "both");
@@ -217,12 +222,15 @@ int main(int argc, char** argv) {
       ->check(integer_in(1, Config::kMaxLayers));
   train_cmd->add_option("--ffn", config.d_ff, "feed-forward width")
       ->check(integer_in(1, Config::kMaxFfn));
-  train_cmd->add_option("--dropout", config.dropout, "dropout probability");
-  train_cmd->add_option("--label-smoothing", config.label_smoothing, "label smoothing");
-  train_cmd->add_option("--lr-factor", config.lr_factor, "factor of --schedule noam");
+  train_cmd->add_option("--dropout", config.dropout, "dropout probability")->check(real_in(0, 1));
+  train_cmd->add_option("--label-smoothing", config.label_smoothing, "label smoothing")
+      ->check(real_in(0, 1));
+  train_cmd->add_option("--lr-factor", config.lr_factor, "factor of --schedule noam")
+      ->check(real_in(0, 1e30));
   train_cmd->add_option("--schedule", config.schedule,
                         "noam (the paper's) or cosine (warm-up, then down to 0 at --steps)");
-  train_cmd->add_option("--lr", config.lr, "peak learning rate of --schedule cosine");
+  train_cmd->add_option("--lr", config.lr, "peak learning rate of --schedule cosine")
+      ->check(real_in(0, 1e30));
   train_cmd->add_flag("--norm-first", config.norm_first,
                       "layer norm before each sublayer (pre-LN) instead of after (post-LN)");
   train_cmd->add_option("--steps", config.steps, "training steps (may change on --resume)")
@@ -244,9 +252,11 @@ int main(int argc, char** argv) {
                    "use only the first N training words (0 = all)")
       ->check(integer_in(0, Config::kMaxSteps));
   train_cmd->add_option("--seed", config.seed, "random seed");
-  train_cmd->add_option("--ema", config.ema,
-                        "keep a moving average of the weights with this decay (e.g. 0.999) and "
-                        "evaluate and save it instead of them (0 = none)");
+  train_cmd
+      ->add_option("--ema", config.ema,
+                   "keep a moving average of the weights with this decay (e.g. 0.999) and "
+                   "evaluate and save it instead of them (0 = none)")
+      ->check(real_in(0, 1));
   train_cmd
       ->add_option("--average-last", config.average_last,
                    "save the model every --checkpoint-every steps, keep the newest K, and at the "
@@ -277,11 +287,12 @@ int main(int argc, char** argv) {
   eval_cmd
       ->add_option("--length-penalty", length_penalty,
                    "beam search ranks log P / length^this (0: by probability; 1: per phoneme)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(real_in(0, 100));
   eval_cmd->add_option("--limit", limit, "only the first N words (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, Config::kMaxSteps));
   eval_cmd->add_option("--split", split, "test | dev")->check(CLI::IsMember({"test", "dev"}));
-  eval_cmd->add_option("--errors", errors, "mistakes to print")->check(CLI::NonNegativeNumber);
+  eval_cmd->add_option("--errors", errors, "mistakes to print")
+      ->check(integer_in(0, Config::kMaxSteps));
 
   std::vector<std::string> words;
   std::string attention;
@@ -291,7 +302,7 @@ int main(int argc, char** argv) {
   pronounce_cmd->add_option("--beam", pronounce_beam, "beam size (1 = greedy)")
       ->check(CLI::Range(1, 64));
   pronounce_cmd->add_option("--length-penalty", length_penalty, "as for eval")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(real_in(0, 100));
   pronounce_cmd->add_option("--attention", attention,
                             "write the first word's attention heatmap (SVG) here");
   pronounce_cmd->add_option("words", words, "words (default: one or more per line on stdin)");
@@ -308,9 +319,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64));
   tune_cmd->add_option("--length-penalties", penalties, "length penalties, comma-separated")
       ->delimiter(',')
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(real_in(0, 100));
   tune_cmd->add_option("--limit", tune_limit, "only the first N dev words (0 = all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, Config::kMaxSteps));
 
   std::vector<std::string> averaged_paths;
   std::string run_dir, averaged_out;
@@ -318,11 +329,15 @@ int main(int argc, char** argv) {
   auto* average_cmd =
       app.add_subcommand("average", "the mean of several checkpoints' weights, as one model");
   average_cmd->add_option("checkpoints", averaged_paths, "checkpoints of one model, newest last");
-  average_cmd->add_option("--run", run_dir, "or: a run directory, for its step checkpoints");
+  auto* run_option =
+      average_cmd->add_option("--run", run_dir, "or: a run directory, for its step checkpoints");
   average_cmd->add_option("--last", average_last, "with --run: the newest this many")
-      ->check(integer_in(1, Config::kMaxAverageLast));
+      ->check(integer_in(1, Config::kMaxAverageLast))
+      ->needs(run_option);
   average_cmd->add_option("--out", averaged_out, "the averaged model (a g2p checkpoint)")
       ->required();
+  bool average_overwrite = false;
+  average_cmd->add_flag("--overwrite", average_overwrite, "replace --out if it exists");
 
   SplitArgs split_args;
   auto* split_cmd = add_split_command(app, split_args, default_data_path());
@@ -336,7 +351,8 @@ int main(int argc, char** argv) {
     if (*pronounce_cmd)
       return run_pronounce(checkpoint, words, pronounce_beam, length_penalty, attention);
     if (*tune_cmd) return run_tune(checkpoint, data, beams, penalties, tune_limit);
-    if (*average_cmd) return run_average(averaged_paths, run_dir, average_last, averaged_out);
+    if (*average_cmd)
+      return run_average(averaged_paths, run_dir, average_last, averaged_out, average_overwrite);
     if (*split_cmd) return run_split(split_args);
     if (*score_cmd) return run_score(score_args);
   } catch (const std::exception& e) {

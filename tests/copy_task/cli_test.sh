@@ -37,6 +37,16 @@ expect_ok() {
 }
 
 expect_error "--bogus" train --bogus
+expect_error "--dropout: '0x1p-3' is not a number in [0, 1]" train --dropout 0x1p-3 --steps 1 \
+  --out "$dir/x"
+expect_error "--label-smoothing: '' is not a number" train --label-smoothing '' --steps 1 --out "$dir/x"
+# Thread counts: bounded, and the environment's read strictly (a typo is not "every core").
+expect_error "--threads: Value 4096 not in range" train --threads 4096 --steps 1 --out "$dir/x"
+for bad in 0 abc -3 99999; do
+  SCRATCHGRAD_NUM_THREADS=$bad expect_error \
+    "SCRATCHGRAD_NUM_THREADS: expected a whole number of threads from 1 to 1024, got '$bad'" \
+    train --steps 1 --out "$dir/threads-$bad"
+done
 expect_error "A subcommand is required" 
 expect_error "d_model 30 is not divisible by heads 4" train --d-model 30 --heads 4 --steps 1 --out "$dir/x"
 expect_error "min-len must be in [2, length=10]" train --min-len 12 --steps 1 --out "$dir/x"
@@ -51,6 +61,17 @@ expect_error "--resume: no checkpoint" train --resume --steps 1 --out "$dir/empt
 expect_error "--sync-every must be at least 1, got 0" train --sync-every 0 --steps 1 --out "$dir/x"
 expect_error "--cuda-graph needs --device cuda (got --device cpu)" train --cuda-graph --steps 1 --out "$dir/x"
 expect_error "--tf32 is for float32 products on CUDA" train --tf32 --steps 1 --out "$dir/x"
+
+# 256 threads in a 4 GiB address space train (OpenBLAS gets at most one thread per core; it used to
+# get 256, run out of memory and hang). Not under AddressSanitizer, which needs terabytes of it.
+if ! grep -q __asan_init "$bin"; then
+  printf '#!/usr/bin/env bash\nulimit -v 4194304\nexec %q "$@"\n' "$bin" >"$dir/in_4_gib"
+  chmod +x "$dir/in_4_gib"
+  unlimited_bin=$bin bin=$dir/in_4_gib
+  expect_ok "saved model" train --threads 256 --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
+    --final-samples 4 --quiet --out "$dir/threads-256"
+  bin=$unlimited_bin
+fi
 
 # A quickly trained model for the decode paths (accuracy does not matter here).
 expect_ok "saved model" train --steps 20 --batch 8 --eval-every 10 --eval-samples 4 --final-samples 4 \
@@ -67,6 +88,11 @@ expect_error "token 0 is outside the vocabulary" decode --checkpoint "$ckpt" "1 
 expect_error "'x' is not a token id" decode --checkpoint "$ckpt" "1 x 3"
 expect_error "longer than the model's length 10" decode --checkpoint "$ckpt" "1 2 3 4 5 6 7 8 9 10 2"
 expect_ok "->" decode --checkpoint "$ckpt" "1 5 3 9"
+# An output that is a FIFO is refused and stays a FIFO (the rename of an atomic write would have
+# replaced it, or, as root, a device such as /dev/full, with a regular file).
+mkfifo "$dir/fifo"
+expect_error "cannot write $dir/fifo: it is a FIFO" eval --checkpoint "$ckpt" --metrics-json "$dir/fifo"
+[[ -p $dir/fifo ]] || { echo "FAIL: eval replaced the FIFO"; failures=$((failures + 1)); }
 expect_error "anomaly: '" train --detect-anomaly --lr-factor 1e30 --warmup 1 --steps 3 --batch 8 \
   --eval-every 2 --out "$dir/blowup"
 expect_ok "no divergence beyond atol 1e-05" compare "$ckpt" "$ckpt"
@@ -97,7 +123,8 @@ expect_error "already holds a run" train --steps 2 --batch 8 --eval-every 2 --ev
 expect_error "--resume and --overwrite exclude each other" train --resume --overwrite --out "$dir/run"
 # Sizes whose product overflows, and rates that cannot train, are refused up front.
 expect_error "length must be in [2, 65536]" train --length 576460752303423489 --out "$dir/y"
-expect_error "lr-factor must be positive and finite, got inf" train --lr-factor inf --out "$dir/y"
+expect_error "--lr-factor: 'inf' is not a number in [0, 1e+30]" train --lr-factor inf --out "$dir/y"
+expect_error "lr-factor must be positive and finite, got 0" train --lr-factor 0 --out "$dir/y"
 # A seed of 2^64 - 1 (above 2^63: not an int64) gives checkpoints that load again. (Not written
 # "-1": CLI11 2.3 reads that as 2^64 - 1 for an unsigned option, CLI11 2.4 refuses it.)
 expect_ok "saved model" train --seed 18446744073709551615 --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \

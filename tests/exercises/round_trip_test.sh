@@ -69,6 +69,34 @@ for chapter in "${chapters[@]}"; do
     || fail "reset $chapter lost the learner's files"
 done
 
+# A second round keeps the first round's files: reset never replaces an earlier reset's copy.
+saved=("$EXERCISES_DIR/.old/06/"*.cpp)
+first=${saved[0]}
+bash scripts/exercise.sh start 06 --no-configure > /dev/null
+second=$EXERCISES_DIR/06/$(basename "$first")
+echo "// my second try" >> "$second"
+out=$(bash scripts/exercise.sh reset 06 --no-configure)
+[[ $out == *"your files are in $EXERCISES_DIR/.old/06.2"* ]] || fail "second reset said: $out"
+grep -q "// my work" "$first" || fail "the second reset replaced the first reset's files"
+grep -q "// my second try" "$EXERCISES_DIR/.old/06.2/$(basename "$first")" \
+  || fail "the second reset lost the learner's files"
+
+# Bad input: a clear message and a non-zero exit, nothing done.
+expect_refusal() {  # expect_refusal "<message part>" args...
+  local want=$1 out status=0
+  shift
+  out=$(bash scripts/exercise.sh "$@" 2>&1) || status=$?
+  [[ $status -ne 0 ]] || fail "exercise.sh $* was accepted"
+  [[ $out == *"$want"* ]] || fail "exercise.sh $*: expected '$want', got: $out"
+  [[ $out != *Traceback* ]] || fail "exercise.sh $*: a Python traceback: $out"
+}
+expect_refusal "no exercise '99'" reset 99 --no-configure
+expect_refusal "no exercise '99'" check 99
+expect_refusal "unknown argument '--no-configur'" start 06 --no-configur
+expect_refusal "unknown argument '--no-configur'" reset 06 --no-configur
+EXERCISES_DIR=/proc/no-such-folder expect_refusal \
+  "cannot write /proc/no-such-folder/06/" start 06 --no-configure
+
 # A selection that names nothing is refused with the list of chapters.
 if out=$("$python" scripts/exercises.py sources 99 2>&1); then fail "selection 99 was accepted"; fi
 [[ $out == *"no exercise '99'"* ]] || fail "selection 99: unexpected message: $out"

@@ -105,8 +105,35 @@ expect_ok "lowest dev WER: --beam" tune --checkpoint "$dir/levers/averaged.safet
   --data "$dict" --beams 1,2 --length-penalties 0.6,1 --limit 20
 expect_ok "the mean of" average --run "$dir/levers" --last 2 --out "$dir/mean.safetensors"
 expect_error "is one of the checkpoints averaged" average "$dir/levers/checkpoint-40.safetensors" \
-  --out "$dir/levers/checkpoint-40.safetensors"
-expect_error "--ema must be a decay in (0, 1)" train --data "$dict" --out "$dir/x" --ema 1.5
+  --out "$dir/levers/checkpoint-40.safetensors" --overwrite
+# average never replaces a file unless asked: not the run's model, nor last.safetensors (which
+# resuming needs), nor its own earlier output; and --last belongs to --run.
+model_before=$(sha256sum <"$dir/levers/model.safetensors")
+expect_error "g2p average: --out $dir/levers/model.safetensors exists; add --overwrite to replace it" \
+  average --run "$dir/levers" --last 2 --out "$dir/levers/model.safetensors"
+[[ $(sha256sum <"$dir/levers/model.safetensors") == "$model_before" ]] ||
+  { echo "FAIL: average replaced the run's model"; failures=$((failures + 1)); }
+expect_error "exists; add --overwrite" average --run "$dir/levers" --out "$dir/levers/last.safetensors"
+expect_error "exists; add --overwrite" average --run "$dir/levers" --out "$dir/mean.safetensors"
+expect_ok "the mean of" average --run "$dir/levers" --out "$dir/mean.safetensors" --overwrite
+expect_error "--last requires --run" average "$dir/levers/checkpoint-40.safetensors" --last 2 \
+  --out "$dir/mean2.safetensors"
+# An output path that is a FIFO (or a device) is refused and left as it was, never replaced by a
+# regular file (as root, --out /dev/full replaced the machine's /dev/full).
+mkfifo "$dir/fifo"
+expect_error "cannot write $dir/fifo: it is a FIFO" average --run "$dir/levers" --out "$dir/fifo" \
+  --overwrite
+expect_error "it is a FIFO" pronounce --checkpoint "$dir/levers/model.safetensors" \
+  --attention "$dir/fifo" word
+[[ -p $dir/fifo ]] || { echo "FAIL: the FIFO was replaced"; failures=$((failures + 1)); }
+expect_error "--ema must be a decay in (0, 1)" train --data "$dict" --out "$dir/x" --ema 0.999999999999999999
+# Numbers are decimal and whole: "" is not 0, and hexadecimal floats, inf and nan are not numbers.
+expect_error "--ema: '' is not a number in [0, 1]" train --data "$dict" --out "$dir/x" --ema ''
+expect_error "--dropout: '0x1p-3' is not a number in [0, 1]" train --data "$dict" --out "$dir/x" \
+  --dropout 0x1p-3
+expect_error "--lr: 'inf' is not a number" train --data "$dict" --out "$dir/x" --lr inf
+expect_error "--limit: '-1' is not an integer in [0, 1000000000]" eval \
+  --checkpoint "$dir/levers/model.safetensors" --data "$dict" --limit -1
 expect_error "--checkpoint-every must be positive" train --data "$dict" --out "$dir/x" \
   --average-last 3 --checkpoint-every 0
 

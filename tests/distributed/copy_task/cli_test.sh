@@ -73,7 +73,8 @@ exec "$@" "$flag" "$one"
 WRAPPER
 chmod +x "$dir/value_by_rank.sh"
 common=(train --distributed --threads 1 --eval-every 5 --final-samples 10 --quiet)
-for case in "--batch 80 40" "--seed 0 5" "--task copy reverse" "--steps 5 7"; do
+for case in "--batch 80 40" "--seed 0 5" "--task copy reverse" "--steps 5 7" \
+  "--kernels fast reference"; do
   read -r flag zero one <<<"$case"
   steps=(--steps 5)
   [[ $flag != --steps ]] || steps=()
