@@ -228,10 +228,12 @@ Tensor dropout(const Tensor& x, double p, bool training = true,
 // ---- optimizer updates: ops/inplace.cpp (in place, not differentiable) ----
 // One Adam step (AdamW's decoupled decay when decoupled_weight_decay) on param and its moment
 // buffers exp_avg, exp_avg_sq, at step `step` (1, 2, ...): torch.optim.Adam's update, fused.
+// AMSGrad when max_exp_avg_sq is given: it keeps the largest second moment so far, and the step
+// divides by that (torch.optim.Adam(amsgrad=True); composed of ops, no fused kernel).
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                   const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                   double weight_decay, bool decoupled_weight_decay, int64_t step,
-                  CallSite site = CallSite::current());
+                  const Tensor& max_exp_avg_sq = Tensor(), CallSite site = CallSite::current());
 // The same with what changes between steps given as a device tensor: step_scalars float64 [3] =
 // (-lr / (1 - β1^t), √(1 - β2^t), 1 - lr · weight_decay), adam_step_scalars() of
 // backend/adam_step_scalars.h. A CUDA graph's replays rewrite it (autograd/cuda_graph.h).

@@ -63,8 +63,12 @@ Tensor apply(BinaryOp op, const Operands& o) {
   return out;
 }
 
-Tensor compare(BinaryOp op, const Tensor& a, const Tensor& b) {
-  return apply(op, prepare(op_name(op), a, b, /*arithmetic=*/false));  // no gradient
+// The comparisons and the logical ops, all eight: a bool result and no gradient. Named, in
+// errors and in the profiler, by their op (op_name: "eq", "logical_and", ...).
+Tensor compare(BinaryOp op, const Tensor& a, const Tensor& b, CallSite site) {
+  const CallSiteScope call_site(site);
+  SG_PROFILE_OP(op_name(op));
+  return apply(op, prepare(op_name(op), a, b, /*arithmetic=*/false));
 }
 
 // Gradient of maximum/minimum for the input that won: g where it won, g/2 on ties, 0 where it lost.
@@ -181,44 +185,28 @@ Tensor minimum(const Tensor& a, const Tensor& b, CallSite site) {
 }
 
 Tensor eq(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("eq");
-  return compare(BinaryOp::Eq, a, b);
+  return compare(BinaryOp::Eq, a, b, site);
 }
 Tensor ne(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("ne");
-  return compare(BinaryOp::Ne, a, b);
+  return compare(BinaryOp::Ne, a, b, site);
 }
 Tensor lt(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("lt");
-  return compare(BinaryOp::Lt, a, b);
+  return compare(BinaryOp::Lt, a, b, site);
 }
 Tensor le(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("le");
-  return compare(BinaryOp::Le, a, b);
+  return compare(BinaryOp::Le, a, b, site);
 }
 Tensor gt(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("gt");
-  return compare(BinaryOp::Gt, a, b);
+  return compare(BinaryOp::Gt, a, b, site);
 }
 Tensor ge(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("ge");
-  return compare(BinaryOp::Ge, a, b);
+  return compare(BinaryOp::Ge, a, b, site);
 }
 Tensor logical_and(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("logical_and");
-  return compare(BinaryOp::LogicalAnd, a, b);
+  return compare(BinaryOp::LogicalAnd, a, b, site);
 }
 Tensor logical_or(const Tensor& a, const Tensor& b, CallSite site) {
-  const CallSiteScope call_site(site);
-  SG_PROFILE_OP("logical_or");
-  return compare(BinaryOp::LogicalOr, a, b);
+  return compare(BinaryOp::LogicalOr, a, b, site);
 }
 
 }  // namespace sg

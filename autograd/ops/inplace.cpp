@@ -153,11 +153,12 @@ bool contiguous_state(const Tensor& param, const Tensor& exp_avg, const Tensor& 
   return param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous();
 }
 
-// The update as ops, from the step's scalars: what backends without the fused kernel run.
+// The update as ops, from the step's scalars: what backends without the fused kernel run, and
+// AMSGrad (max_exp_avg_sq defined) everywhere. Adam's arithmetic is written here once.
 void composed_adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                           const Tensor& exp_avg_sq, const AdamStepScalars& s, double beta1,
                           double beta2, double eps, double weight_decay,
-                          bool decoupled_weight_decay) {
+                          bool decoupled_weight_decay, const Tensor& max_exp_avg_sq = Tensor()) {
   NoGradGuard no_grad;
   Tensor p = param, g = grad, m = exp_avg, v = exp_avg_sq;
   if (weight_decay != 0.0) {
@@ -169,8 +170,14 @@ void composed_adam_update(const Tensor& param, const Tensor& grad, const Tensor&
   }
   m.mul_(beta1).add_(g, 1.0 - beta1);
   v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
+  Tensor second_moment = v;
+  if (max_exp_avg_sq.defined()) {  // AMSGrad: the largest second moment so far
+    Tensor v_max = max_exp_avg_sq;
+    v_max.copy_(maximum(v_max, v));
+    second_moment = v_max;
+  }
   // PyTorch's order of operations, so results agree to the last bits that rounding allows.
-  Tensor denom = v.sqrt() / s.sqrt_bias_correction2;
+  Tensor denom = second_moment.sqrt() / s.sqrt_bias_correction2;
   denom.add_(eps);
   p.addcdiv_(m, denom, s.step_size);
 }
@@ -183,15 +190,22 @@ void bump_versions(const Tensor& param, const Tensor& exp_avg, const Tensor& exp
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                   const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
-                  double weight_decay, bool decoupled_weight_decay, int64_t step, CallSite site) {
+                  double weight_decay, bool decoupled_weight_decay, int64_t step,
+                  const Tensor& max_exp_avg_sq, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("adam_update_");
   check_adam_arguments(param, grad, exp_avg, exp_avg_sq);
+  if (max_exp_avg_sq.defined()) check_adam_arguments(param, grad, exp_avg, max_exp_avg_sq);
   SG_CHECK(step >= 1, "adam_update_: step counts from 1, got {}", step);
-  if (!contiguous_state(param, exp_avg, exp_avg_sq) ||
-      !backend_for(param.device())
-           .adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
-                        weight_decay, decoupled_weight_decay, step)) {
+  if (max_exp_avg_sq.defined()) {
+    composed_adam_update(param, grad, exp_avg, exp_avg_sq,
+                         adam_step_scalars(lr, beta1, beta2, weight_decay, step), beta1, beta2, eps,
+                         weight_decay, decoupled_weight_decay, max_exp_avg_sq);
+    max_exp_avg_sq.impl()->storage->bump_version();
+  } else if (!contiguous_state(param, exp_avg, exp_avg_sq) ||
+             !backend_for(param.device())
+                  .adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
+                               weight_decay, decoupled_weight_decay, step)) {
     composed_adam_update(param, grad, exp_avg, exp_avg_sq,
                          adam_step_scalars(lr, beta1, beta2, weight_decay, step), beta1, beta2, eps,
                          weight_decay, decoupled_weight_decay);

@@ -1,7 +1,5 @@
 #include "nn/optim/adam.h"
 
-#include <cmath>
-
 #include "autograd/backend/adam_step_scalars.h"
 #include "autograd/backend/backend.h"
 #include "autograd/cuda_graph.h"
@@ -63,40 +61,12 @@ const AdamOptions& Adam::options(size_t group) const {
 
 void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
   const AdamOptions& o = group_options_[group_of(i)];
-  const double lr = this->lr(group_of(i));
   const auto [beta1, beta2] = o.betas;
-  if (!o.amsgrad) {
-    // The same update as below, in one fused op (one pass instead of about ten kernels).
-    adam_update_(param, grad, buffer("exp_avg", i), buffer("exp_avg_sq", i), lr, beta1, beta2,
-                 o.eps, o.weight_decay, decoupled_weight_decay_, param_step(i));
-    return;
-  }
-  Tensor g = grad;
-  if (o.weight_decay != 0.0) {
-    if (decoupled_weight_decay_) {
-      param.mul_(1.0 - lr * o.weight_decay);
-    } else {
-      g = g + param * o.weight_decay;  // a new tensor: the stored gradient stays as is
-    }
-  }
-  Tensor& m = buffer("exp_avg", i);
-  Tensor& v = buffer("exp_avg_sq", i);
-  m.mul_(beta1).add_(g, 1.0 - beta1);
-  v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
-  Tensor second_moment = v;
-  if (o.amsgrad) {
-    Tensor& v_max = buffer("max_exp_avg_sq", i);
-    v_max.copy_(maximum(v_max, v));
-    second_moment = v_max;
-  }
-
-  const double t = static_cast<double>(param_step(i));
-  const double bias_correction1 = 1.0 - std::pow(beta1, t);
-  const double bias_correction2 = 1.0 - std::pow(beta2, t);
-  // PyTorch's order of operations, so results agree to the last bits that rounding allows.
-  Tensor denom = second_moment.sqrt() / std::sqrt(bias_correction2);
-  denom.add_(o.eps);
-  param.addcdiv_(m, denom, -lr / bias_correction1);
+  // The update in one op (ops/inplace.cpp): fused where the backend has the kernel, and with the
+  // running maximum of the second moment for AMSGrad.
+  adam_update_(param, grad, buffer("exp_avg", i), buffer("exp_avg_sq", i), lr(group_of(i)), beta1,
+               beta2, o.eps, o.weight_decay, decoupled_weight_decay_, param_step(i),
+               o.amsgrad ? buffer("max_exp_avg_sq", i) : Tensor());
 }
 
 void Adam::capture_updates(const std::vector<size_t>& updated) {
