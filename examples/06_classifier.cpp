@@ -96,21 +96,23 @@ int main(int argc, char** argv) {
   fmt::print("  targets [0, -1], ignore_index -1: {:.4f}  (the mean over 1 row)\n", ignored);
   check(std::abs(ignored - ce) < 1e-6, "the ignored row adds nothing and is not counted");
 
-  fmt::print("\n== 3. The fused op agrees with the composed log_softmax + nll_loss\n");
-  auto grad_of = [](bool fused, const sg::Tensor& x, const sg::Tensor& t) {
+  fmt::print("\n== 3. cross_entropy in float32 agrees with the composition in float64\n");
+  // On the fast CPU kernels, float32 rows take the one-node kernel (softmax - q written by hand);
+  // the composition of ops, in float64, is the definition it is held to.
+  auto loss_and_grad = [](bool composed, const sg::Tensor& x, const sg::Tensor& t) {
     sg::Tensor leaf = x.detach().requires_grad_();
-    sg::Tensor loss = fused ? sg::nn::cross_entropy(leaf, t, 0, 0.1)
-                            : sg::nn::cross_entropy_composed(leaf, t, 0, 0.1);
+    sg::Tensor loss = composed ? sg::nn::cross_entropy_composed(leaf, t, 0, 0.1)
+                               : sg::nn::cross_entropy(leaf, t, 0, 0.1);
     loss.backward();
-    return std::pair{loss.item<double>(), leaf.grad()};
+    return std::pair{loss.item<double>(), leaf.grad().to(sg::kFloat64)};
   };
   sg::Tensor x = sg::randn({4, 5, 7}, sg::kFloat64), t = sg::randint(0, 7, {4, 5});  // 0: ignored
-  auto [fused_loss, fused_grad] = grad_of(true, x, t);
-  auto [composed_loss, composed_grad] = grad_of(false, x, t);
-  fmt::print("  fused {:.10f}  composed {:.10f}  max |grad diff| {:.1e}\n", fused_loss,
-             composed_loss, max_diff(fused_grad, composed_grad));
-  check(std::abs(fused_loss - composed_loss) < 1e-12, "same loss (float64)");
-  check(max_diff(fused_grad, composed_grad) < 1e-12, "same gradient: softmax - target dist.");
+  auto [op_loss, op_grad] = loss_and_grad(false, x.to(sg::kFloat32), t);
+  auto [composed_loss, composed_grad] = loss_and_grad(true, x, t);
+  fmt::print("  float32 op {:.7f}  float64 composition {:.7f}  max |grad diff| {:.1e}\n", op_loss,
+             composed_loss, max_diff(op_grad, composed_grad));
+  check(std::abs(op_loss - composed_loss) < 1e-6, "same loss, to float32's precision");
+  check(max_diff(op_grad, composed_grad) < 1e-6, "same gradient: softmax - target dist.");
 
   fmt::print("\n== 4. A classifier: does the sequence contain token 3?\n");
   BagOfTokens model(16);
