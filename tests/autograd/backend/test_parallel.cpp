@@ -298,7 +298,7 @@ TEST(BackendParallelThreads, SetNumThreadsAndSetBlasThreadsRefuseCountsOutOfRang
 }
 
 // Bytes of address space this process has mapped (/proc/self/statm's first field, in pages).
-size_t address_space_in_use() {
+[[maybe_unused]] size_t address_space_in_use() {
   std::ifstream statm("/proc/self/statm");
   size_t pages = 0;
   statm >> pages;
@@ -308,7 +308,8 @@ size_t address_space_in_use() {
 // In a child process (forked with no pool): under an address-space limit with room for a few
 // thread stacks, asks for a pool of 1024 threads, then for 2. Writes what happened to `out` and
 // exits 0 when the first was a clear error and the second worked.
-[[noreturn]] void start_a_pool_under_an_address_space_limit(int out) {
+// (Unused, and compiled, in a build with AddressSanitizer, where the test skips.)
+[[noreturn, maybe_unused]] void start_a_pool_under_an_address_space_limit(int out) {
   const auto say = [out](const std::string& text) {
     [[maybe_unused]] const ssize_t written = ::write(out, text.data(), text.size());
   };
