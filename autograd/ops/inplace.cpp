@@ -197,19 +197,17 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
   check_adam_arguments(param, grad, exp_avg, exp_avg_sq);
   if (max_exp_avg_sq.defined()) check_adam_arguments(param, grad, exp_avg, max_exp_avg_sq);
   SG_CHECK(step >= 1, "adam_update_: step counts from 1, got {}", step);
-  if (max_exp_avg_sq.defined()) {
+  // AMSGrad has no fused kernel: it always takes the composed update.
+  const bool fused = !max_exp_avg_sq.defined() && contiguous_state(param, exp_avg, exp_avg_sq) &&
+                     backend_for(param.device())
+                         .adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, lr, beta1,
+                                      beta2, eps, weight_decay, decoupled_weight_decay, step);
+  if (!fused) {
     composed_adam_update(param, grad, exp_avg, exp_avg_sq,
                          adam_step_scalars(lr, beta1, beta2, weight_decay, step), beta1, beta2, eps,
                          weight_decay, decoupled_weight_decay, max_exp_avg_sq);
-    max_exp_avg_sq.impl()->storage->bump_version();
-  } else if (!contiguous_state(param, exp_avg, exp_avg_sq) ||
-             !backend_for(param.device())
-                  .adam_update(param, grad.contiguous(), exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
-                               weight_decay, decoupled_weight_decay, step)) {
-    composed_adam_update(param, grad, exp_avg, exp_avg_sq,
-                         adam_step_scalars(lr, beta1, beta2, weight_decay, step), beta1, beta2, eps,
-                         weight_decay, decoupled_weight_decay);
   }
+  if (max_exp_avg_sq.defined()) max_exp_avg_sq.impl()->storage->bump_version();
   bump_versions(param, exp_avg, exp_avg_sq);
 }
 

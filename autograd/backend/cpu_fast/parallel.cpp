@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -28,6 +29,17 @@ inline void pause_briefly() {
 #endif
 }
 
+// `text` as a whole decimal number in [lo, hi], or nothing (blanks, a '+', trailing characters
+// or a value out of range): how the environment's numbers are read.
+std::optional<int64_t> whole_number_in(std::string_view text, int64_t lo, int64_t hi) {
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < lo || value > hi) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 // How long an idle worker watches for the next job before sleeping, in microseconds:
 // SCRATCHGRAD_WATCH_US, 100 by default, several times the gap between the jobs of a tiny
 // training step (bench/NOTES.md); 0 turns watching off. At most a second: a watching worker
@@ -35,12 +47,10 @@ inline void pause_briefly() {
 int64_t watch_microseconds() {
   const char* env = std::getenv("SCRATCHGRAD_WATCH_US");
   if (env == nullptr || *env == '\0') return 100;
-  const std::string_view text(env);
-  int64_t us = -1;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), us);
-  SG_CHECK(error == std::errc() && end == text.data() + text.size() && us >= 0 && us <= 1000000,
-           "SCRATCHGRAD_WATCH_US: expected whole microseconds from 0 to 1000000, got '{}'", text);
-  return us;
+  const std::optional<int64_t> us = whole_number_in(env, 0, 1000000);
+  SG_CHECK(us.has_value(),
+           "SCRATCHGRAD_WATCH_US: expected whole microseconds from 0 to 1000000, got '{}'", env);
+  return *us;
 }
 
 // One job at a time: the chunks of a single parallel_for. Chunk k of `chunks` covers rows
@@ -266,13 +276,10 @@ int num_threads() {
 }
 
 int parse_thread_count(std::string_view text, std::string_view source) {
-  int threads = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), threads);
-  SG_CHECK(error == std::errc() && end == text.data() + text.size() && threads >= 1 &&
-               threads <= kMaxThreads,
-           "{}: expected a whole number of threads from 1 to {}, got '{}'", source, kMaxThreads,
-           text);
-  return threads;
+  const std::optional<int64_t> threads = whole_number_in(text, 1, kMaxThreads);
+  SG_CHECK(threads.has_value(), "{}: expected a whole number of threads from 1 to {}, got '{}'",
+           source, kMaxThreads, text);
+  return static_cast<int>(*threads);
 }
 
 void set_num_threads(int threads) {
