@@ -335,7 +335,9 @@ int main(int argc, char** argv) {
       // exhausted a 4 GiB address space, and OpenBLAS hung in its out-of-memory path).
       const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
       sg::set_blas_threads(std::min(threads.value_or(2), cores));
-      if (threads) sg::cpu::set_num_threads(*threads);
+      // Resolved now, not on the pool's first use: a bad SCRATCHGRAD_NUM_THREADS is an error
+      // on the reference kernels too, which never start the pool.
+      sg::cpu::set_num_threads(threads ? *threads : sg::cpu::default_num_threads());
       if (detect_anomaly) sg::set_detect_anomaly(true);
       Config config = Config::preset_named(preset);
       overrides.apply(config);

@@ -218,13 +218,15 @@ class Pool {
   bool open_ = false, stop_ = false;
 };
 
-// SCRATCHGRAD_NUM_THREADS if set (empty counts as unset, as for the other variables), else one
-// thread per core.
-int default_threads() {
+}  // namespace
+
+int default_num_threads() {
   const char* env = std::getenv("SCRATCHGRAD_NUM_THREADS");
   if (env != nullptr && *env != '\0') return parse_thread_count(env, "SCRATCHGRAD_NUM_THREADS");
   return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxThreads);
 }
+
+namespace {
 
 std::mutex pool_mutex;
 int requested_threads = 0;     // 0: not set yet
@@ -233,7 +235,7 @@ Pool* current_pool = nullptr;  // created on first use
 Pool* pool() {
   // Created on first use and never destroyed: kernels may run from static destructors.
   std::lock_guard<std::mutex> lock(pool_mutex);
-  if (requested_threads == 0) requested_threads = default_threads();
+  if (requested_threads == 0) requested_threads = default_num_threads();
   Pool*& p = current_pool;
   if (p == nullptr || p->size() != requested_threads) {
     delete p;

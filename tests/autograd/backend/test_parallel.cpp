@@ -8,11 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -284,6 +286,28 @@ TEST(BackendParallelThreads, AThreadCountIsOneWholeNumberInRange) {
                     "SCRATCHGRAD_NUM_THREADS: expected a whole number of threads from 1 to 1024, "
                     "got '" +
                         std::string(bad) + "'");
+  }
+}
+
+// The default is read from the environment when asked, whether or not the pool ever starts (the
+// reference kernels never start it), so a program can report a typo up front.
+TEST(BackendParallelThreads, TheDefaultComesFromTheEnvironmentReadStrictly) {
+  const char* before = std::getenv("SCRATCHGRAD_NUM_THREADS");
+  const std::optional<std::string> saved =
+      before == nullptr ? std::nullopt : std::optional<std::string>(before);
+  ::setenv("SCRATCHGRAD_NUM_THREADS", "3", 1);
+  EXPECT_EQ(cpu::default_num_threads(), 3);
+  ::setenv("SCRATCHGRAD_NUM_THREADS", "", 1);  // empty: unset, one thread per core
+  EXPECT_EQ(cpu::default_num_threads(),
+            std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, cpu::kMaxThreads));
+  ::setenv("SCRATCHGRAD_NUM_THREADS", "abc", 1);
+  EXPECT_SG_ERROR(cpu::default_num_threads(),
+                  "SCRATCHGRAD_NUM_THREADS: expected a whole number of threads from 1 to 1024, "
+                  "got 'abc'");
+  if (saved) {
+    ::setenv("SCRATCHGRAD_NUM_THREADS", saved->c_str(), 1);
+  } else {
+    ::unsetenv("SCRATCHGRAD_NUM_THREADS");
   }
 }
 
