@@ -7,13 +7,6 @@
 
 namespace g2p {
 
-sg::nn::Metadata metadata_with_weights(const Model& m, const RunState& s,
-                                       const std::string& weights) {
-  sg::nn::Metadata md = metadata_for(m, s);
-  md["weights"] = weights;
-  return md;
-}
-
 std::string describe_weights(const sg::nn::Metadata& metadata) {
   auto get = [&](const std::string& key) {
     auto it = metadata.find(key);
@@ -34,7 +27,7 @@ AveragedModel average_models(const std::vector<std::string>& paths) {
   std::string first_path;
   for (const std::string& path : paths) {
     CheckpointFile c = read_checkpoint(path);
-    out.steps.push_back(c.state.step);
+    out.steps.push_back(c.step);
     if (first_path.empty()) {
       first_path = path;
       out.model = c.model;

@@ -13,9 +13,6 @@
 
 namespace g2p {
 
-// The metadata of a run's checkpoint whose tensors are `weights` ("trained" or "ema").
-sg::nn::Metadata metadata_with_weights(const Model& m, const RunState& s,
-                                       const std::string& weights);
 // One line for people: "the moving average of the weights (decay 0.999), step 35000".
 std::string describe_weights(const sg::nn::Metadata& metadata);
 

@@ -14,21 +14,24 @@ constexpr const char* kFormat = "scratchgrad-g2p-1";
 
 }  // namespace
 
-sg::nn::Metadata metadata_for(const Model& m, const RunState& s) {
+sg::nn::Metadata metadata_for(const Model& m, const DataState& data) {
   sg::nn::Metadata md = sg::train::config_metadata(m.config.to_map());
   md["format"] = kFormat;
   md["letters"] = sg::train::strings_to_json(m.letters.symbols(), "letters");
   md["phonemes"] = sg::train::strings_to_json(m.phonemes.symbols(), "phonemes");
-  md["step"] = std::to_string(s.step);
-  md["loader_epoch"] = std::to_string(s.loader.epoch);
-  md["loader_batch"] = std::to_string(s.loader.batch);
-  md["global_rng"] = std::to_string(s.global_rng);
-  md["best_wer"] = fmt::format("{}", s.best_wer);
-  md["best_per"] = fmt::format("{}", s.best_per);
-  md["best_step"] = std::to_string(s.best_step);
-  md["train_pairs"] = std::to_string(s.train_pairs);
-  md["history"] = s.history.to_json();
+  md["loader_epoch"] = std::to_string(data.loader.epoch);
+  md["loader_batch"] = std::to_string(data.loader.batch);
+  md["train_pairs"] = std::to_string(data.train_pairs);
   return md;
+}
+
+DataState data_state_of(const sg::train::Checkpoint& checkpoint) {
+  const sg::train::MetadataReader md(checkpoint.metadata, checkpoint.path);
+  DataState data;
+  data.loader.epoch = md.integer("loader_epoch");
+  data.loader.batch = md.integer("loader_batch");
+  data.train_pairs = md.integer("train_pairs");
+  return data;
 }
 
 CheckpointFile read_checkpoint(sg::train::Checkpoint checkpoint) {
@@ -38,19 +41,8 @@ CheckpointFile read_checkpoint(sg::train::Checkpoint checkpoint) {
   c.model.config = Config::from_map(md.with_prefix("config."));
   c.model.letters = Vocabulary::from_symbols(md.strings("letters"));
   c.model.phonemes = Vocabulary::from_symbols(md.strings("phonemes"));
-  RunState& s = c.state;
-  s.step = md.integer("step");
-  s.loader.epoch = md.integer("loader_epoch");
-  s.loader.batch = md.integer("loader_batch");
-  s.global_rng = md.unsigned_integer("global_rng");
-  s.best_wer = md.real("best_wer");
-  s.best_per = md.real("best_per");
-  s.best_step = md.integer("best_step");
-  s.train_pairs = md.integer("train_pairs");
-  s.history = sg::train::History::from_json(md.text("history"), checkpoint.path);
-  SG_CHECK(s.step >= 0 && s.history.losses.size() == static_cast<size_t>(s.step),
-           "{}: checkpoint history holds {} losses for step {}", checkpoint.path,
-           s.history.losses.size(), s.step);
+  c.step = md.integer("step");
+  SG_CHECK(c.step >= 0, "{}: checkpoint metadata 'step' is {}", checkpoint.path, c.step);
   // The sizes the config and vocabularies claim, against the values the file holds, before a
   // model of that size is built.
   const sg::nn::TransformerOptions options =

@@ -1,40 +1,35 @@
-// A G2P run's state on disk, apart from the training loop (trainer.cpp): what --resume restores
-// besides the weights and the optimizer (RunState, in the checkpoint's metadata with the config
-// and the vocabularies), and reading a checkpoint back, checked. The run directory, the one-file
+// What a G2P checkpoint holds besides what the training loop keeps (sg::train::Trainer: the step,
+// the generator, the history, the best evaluation): the config, the two vocabularies and the
+// loader's position, and reading a checkpoint back, checked. The run directory, the one-file
 // checkpoint and the metadata codec are the library's (nn/train/).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "nn/data/bucket_loader.h"
 #include "nn/train/checkpoint.h"
-#include "nn/train/history.h"
 #include "trainer.h"
 
 namespace g2p {
 
-// Everything --resume needs besides the weights and the optimizer. The history's evaluations
-// hold "dev_wer", "dev_per" and "eval_seconds" (wall seconds of training when each was taken:
-// the time to reach a dev WER); its total "seconds" is the training time at the last save.
-struct RunState {
-  int64_t step = 0;
+// The loader's place and the size of what it was given: --resume goes on where the run stopped,
+// and is refused on other data.
+struct DataState {
   sg::data::LoaderPosition loader;
-  uint64_t global_rng = 0;
-  double best_wer = 2.0;
-  int64_t best_step = 0;
-  double best_per = 0;
-  int64_t train_pairs = 0;  // the loader's examples: a resume on other data is refused
-  sg::train::History history;
+  int64_t train_pairs = 0;
 };
 
-// The checkpoint metadata of a run: its config, vocabularies and state.
-sg::nn::Metadata metadata_for(const Model& m, const RunState& s);
+// The task's part of a run's checkpoint metadata: format, config, vocabularies, data state.
+sg::nn::Metadata metadata_for(const Model& m, const DataState& data);
+// The data state a checkpoint of a run holds, read strictly.
+DataState data_state_of(const sg::train::Checkpoint& checkpoint);
 
-// A checkpoint's contents: the model built and loaded, the run's state, and the file (its
-// optimizer state; none in model.safetensors).
+// A checkpoint's contents: the model built and loaded, and the file (its metadata; its optimizer
+// state, none in model.safetensors).
 struct CheckpointFile {
   Model model;
-  RunState state;
+  int64_t step = 0;
   sg::train::Checkpoint checkpoint;
 };
 

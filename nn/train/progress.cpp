@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -25,8 +26,10 @@ std::string Progress::line(const StepStats& s) const {
   const double done = static_cast<double>(s.step - o_.first_step);
   const double rate = elapsed > 0 ? done / elapsed : 0;
   const double eta = rate > 0 ? static_cast<double>(o_.total_steps - s.step) / rate : 0;
-  return fmt::format("{}/{} loss {:.4f} acc {:5.1f}% lr {:.2e} {:.1f} steps/s ETA {:.0f}s", s.step,
-                     o_.total_steps, s.loss, 100 * s.token_accuracy, s.lr, rate, eta);
+  const std::string accuracy =
+      std::isnan(s.token_accuracy) ? "" : fmt::format(" acc {:5.1f}%", 100 * s.token_accuracy);
+  return fmt::format("{}/{} loss {:.4f}{} lr {:.2e} {:.1f} steps/s ETA {:.0f}s", s.step,
+                     o_.total_steps, s.loss, accuracy, s.lr, rate, eta);
 }
 
 void Progress::update(const StepStats& stats) {

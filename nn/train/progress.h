@@ -21,7 +21,7 @@ namespace sg::train {
 
 struct StepStats {
   int64_t step = 0;
-  double loss = 0, token_accuracy = 0, lr = 0;
+  double loss = 0, token_accuracy = 0, lr = 0;  // token_accuracy NaN: the task has none
 };
 
 struct ProgressOptions {

@@ -3,6 +3,7 @@
 // speed and ETA from a clock the test controls.
 #include "nn/train/progress.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include "tests/support/testing.h"
@@ -41,6 +42,15 @@ TEST(TrainProgress, LogsGetALineEveryNStepsAndAtTheEnd) {
             "step 100/250 loss 0.5000 acc  90.0% lr 1.00e-03 50.0 steps/s ETA 3s\n"
             "step 200/250 loss 0.5000 acc  90.0% lr 1.00e-03 50.0 steps/s ETA 1s\n"
             "step 250/250 loss 0.5000 acc  90.0% lr 1.00e-03 50.0 steps/s ETA 0s\n");
+}
+
+// A task without token counts (a regression) gives NaN for the accuracy: no "acc" field then.
+TEST(TrainProgress, ANaNAccuracyIsLeftOut) {
+  Captured out;
+  Progress p(out.options(/*first=*/0, /*total=*/2, /*interactive=*/false, /*every=*/1));
+  out.seconds = 1;
+  p.update({2, 0.25, std::nan(""), 1e-3});
+  EXPECT_EQ(out.text(), "step 2/2 loss 0.2500 lr 1.00e-03 2.0 steps/s ETA 0s\n");
 }
 
 TEST(TrainProgress, AResumedRunMeasuresOnlyItsOwnSteps) {
