@@ -259,5 +259,10 @@ Tensor cross_entropy_composed(const Tensor& logits, const Tensor& target,
                               int64_t ignore_index = -100, double label_smoothing = 0.0,
                               std::string_view reduction = "mean",
                               CallSite site = CallSite::current());
+// Negative log-likelihood of log-probabilities log_probs [..., C] at target [...]
+// (torch's F.nll_loss with the class dim last): -log_probs[target] per row, 0 for ignored rows,
+// reduced as cross_entropy is. cross_entropy is log_softmax and then this, one definition.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
+                std::string_view reduction = "mean", CallSite site = CallSite::current());
 
 }  // namespace sg

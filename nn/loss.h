@@ -32,9 +32,9 @@ using sg::cross_entropy;
 using sg::cross_entropy_composed;
 
 // Negative log-likelihood of log-probabilities log_probs [..., C] at target [...]:
-// -log_probs[target] per row (0 for ignored rows), reduced.
-Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
-                std::string_view reduction = "mean");
+// -log_probs[target] per row (0 for ignored rows), reduced. The op sg::nll_loss, the same
+// composition cross_entropy applies after log_softmax.
+using sg::nll_loss;
 
 // Mean squared error (a - b)², reduced. Unlike PyTorch, which broadcasts with a warning, shapes
 // must be equal: a [N, 1] prediction against a [N] target would silently compare all N² pairs.

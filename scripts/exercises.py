@@ -142,10 +142,11 @@ EXERCISES = [
     ),
     Exercise(
         "06", "cross_entropy", "autograd/ops/cross_entropy.cpp",
-        "Tensor composed(const Tensor& logits, const Tensor& target, int64_t ignore_index, "
-        "double eps, Reduction mode): the loss from ops, its arguments already checked "
-        "(logits [..., C], target int64 [...]); mode is Reduction::None, Sum or Mean",
-        "flatten to rows: log_softmax of logits [N, C] along dim 1; gather each row's target "
+        "Tensor nll_of_log_probs(const Tensor& log_probs, const Tensor& target, int64_t "
+        "ignore_index, double eps, Reduction mode): the loss from ops, its arguments already "
+        "checked (log_probs [N, C], what log_softmax gave cross_entropy or what nll_loss was "
+        "given; target int64 [...] with N elements); mode is Reduction::None, Sum or Mean",
+        "target as a column [N, 1]; gather each row's target "
         "(where it is ignore_index, point it at class 0 with where() so gather gets a real "
         "class); the row loss is (1 - eps)(-log p_t) - eps Σ_c log p_c / C, then 0 for ignored "
         "rows (where, not a multiply: 0 · -inf is NaN). None: the target's shape; Sum: the sum; "

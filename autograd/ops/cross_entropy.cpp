@@ -36,26 +36,26 @@ Reduction parse_reduction(std::string_view op, std::string_view reduction) {
 // The checks both entry points make, errors named after `op`. On the CPU every target is checked
 // here, so the error names the first bad one; on a GPU gather's kernel checks them (Note [Index
 // checks on the device] in ops/indexing.cpp), and the loss never waits for the GPU.
-Reduction check_arguments(std::string_view op, const Tensor& logits, const Tensor& target,
-                          int64_t ignore_index, double label_smoothing,
+// `scores` are logits (cross_entropy) or log-probabilities (nll_loss), named `scores_name`.
+Reduction check_arguments(std::string_view op, std::string_view scores_name, const Tensor& logits,
+                          const Tensor& target, int64_t ignore_index, double label_smoothing,
                           std::string_view reduction) {
   const Reduction mode = parse_reduction(op, reduction);
-  SG_CHECK(logits.is_floating_point(), "{}: logits must be float32 or float64, got {}", op,
+  SG_CHECK(logits.is_floating_point(), "{}: {} must be float32 or float64, got {}", op, scores_name,
            logits.dtype());
   detail::check_not_bfloat16(op, {logits});
   SG_CHECK(target.dtype() == kInt64, "{}: target must be an int64 tensor of class indices, got {}",
            op, target.dtype());
-  SG_CHECK(logits.dim() >= 1, "{}: logits must have a class dim, got a 0-d tensor", op);
+  SG_CHECK(logits.dim() >= 1, "{}: {} must have a class dim, got a 0-d tensor", op, scores_name);
   const Shape batch_shape(logits.shape().begin(), logits.shape().end() - 1);
   SG_CHECK(target.shape() == batch_shape,
-           "{}: logits of shape {} need a target of shape {} (one class index per row of "
-           "logits), got {}",
-           op, logits.shape(), batch_shape, target.shape());
+           "{}: {} of shape {} need a target of shape {} (one class index per row of {}), got {}",
+           op, scores_name, logits.shape(), batch_shape, scores_name, target.shape());
   SG_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0,
            "{}: label_smoothing must be in [0, 1], got {}", op, label_smoothing);
   detail::check_same_device(op, {logits, target});
   const int64_t C = logits.size(-1);
-  SG_CHECK(C > 0, "{}: logits of shape {} have no classes", op, logits.shape());
+  SG_CHECK(C > 0, "{}: {} of shape {} have no classes", op, scores_name, logits.shape());
   if (target.device().is_cpu()) {
     const std::vector<int64_t> values = target.to_vector<int64_t>();
     for (size_t i = 0; i < values.size(); ++i) {
@@ -69,13 +69,15 @@ Reduction check_arguments(std::string_view op, const Tensor& logits, const Tenso
   return mode;
 }
 
-// The loss from ops (the arguments checked): the one definition of cross-entropy.
-Tensor composed(const Tensor& logits, const Tensor& target, int64_t ignore_index, double eps,
-                Reduction mode) {
+// -log p of each row's target under log-probabilities [N, C] (the arguments checked), with label
+// smoothing ε the cross-entropy with q = (1 - ε) onehot(t) + ε / C, ignored rows zero, reduced:
+// the one definition of both losses. nll_loss is this on the caller's log-probabilities (ε = 0),
+// cross-entropy this after log_softmax.
+Tensor nll_of_log_probs(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
+                        double eps, Reduction mode) {
   // --8<-- [start:ex06.cross_entropy]
-  const int64_t C = logits.size(-1), N = target.numel();
-  const Tensor log_probs = log_softmax(logits.reshape({N, C}), 1);  // [N, C]
-  const Tensor t = target.reshape({N, 1});
+  const int64_t C = log_probs.size(1);
+  const Tensor t = target.reshape({target.numel(), 1});
   const Tensor valid = t.ne(static_cast<double>(ignore_index));        // bool [N, 1]
   const Tensor safe_target = where(valid, t, zeros({}, t.options()));  // ignored rows: class 0
   Tensor row_loss = gather(log_probs, 1, safe_target) * -(1.0 - eps);  // (1 - ε)(-log p_t)
@@ -84,9 +86,16 @@ Tensor composed(const Tensor& logits, const Tensor& target, int64_t ignore_index
   row_loss = where(valid, row_loss, zeros({}, row_loss.options()));  // [N, 1]
   if (mode == Reduction::None) return row_loss.reshape(target.shape());
   if (mode == Reduction::Sum) return row_loss.sum();
-  const Tensor count = valid.to(kInt64).sum().to(logits.dtype());  // exact, then rounded once
-  return row_loss.sum() / count;                                   // 0 / 0 = NaN: all ignored
+  const Tensor count = valid.to(kInt64).sum().to(log_probs.dtype());  // exact, then rounded once
+  return row_loss.sum() / count;                                      // 0 / 0 = NaN: all ignored
   // --8<-- [end:ex06.cross_entropy]
+}
+
+// Cross-entropy from ops: log_softmax over the classes, then the loss above.
+Tensor composed(const Tensor& logits, const Tensor& target, int64_t ignore_index, double eps,
+                Reduction mode) {
+  const int64_t C = logits.size(-1), N = target.numel();
+  return nll_of_log_probs(log_softmax(logits.reshape({N, C}), 1), target, ignore_index, eps, mode);
 }
 
 // The loss as one node where the backend has a kernel for it (the CPU's, for float32): the row
@@ -140,8 +149,8 @@ Tensor cross_entropy_by_kernel(const Tensor& logits, const Tensor& target, int64
 Tensor cross_entropy_composed(const Tensor& logits, const Tensor& target, int64_t ignore_index,
                               double label_smoothing, std::string_view reduction, CallSite site) {
   const CallSiteScope call_site(site);
-  const Reduction mode = check_arguments("cross_entropy_composed", logits, target, ignore_index,
-                                         label_smoothing, reduction);
+  const Reduction mode = check_arguments("cross_entropy_composed", "logits", logits, target,
+                                         ignore_index, label_smoothing, reduction);
   const detail::IndexErrorsNamed targets_are_checked_as("cross_entropy");  // on a GPU
   return composed(logits, target, ignore_index, label_smoothing, mode);
 }
@@ -150,14 +159,25 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
                      double label_smoothing, std::string_view reduction, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("cross_entropy");
-  const Reduction mode =
-      check_arguments("cross_entropy", logits, target, ignore_index, label_smoothing, reduction);
+  const Reduction mode = check_arguments("cross_entropy", "logits", logits, target, ignore_index,
+                                         label_smoothing, reduction);
   if (target.device().is_cpu()) {
     Tensor out = cross_entropy_by_kernel(logits, target, ignore_index, label_smoothing, mode);
     if (out.defined()) return out;
   }
   const detail::IndexErrorsNamed targets_are_checked_as("cross_entropy");  // on a GPU
   return composed(logits, target, ignore_index, label_smoothing, mode);
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index,
+                std::string_view reduction, CallSite site) {
+  const CallSiteScope call_site(site);
+  SG_PROFILE_OP("nll_loss");
+  const Reduction mode =
+      check_arguments("nll_loss", "log_probs", log_probs, target, ignore_index, 0.0, reduction);
+  const detail::IndexErrorsNamed targets_are_checked_as("nll_loss");  // on a GPU
+  const int64_t C = log_probs.size(-1), N = target.numel();
+  return nll_of_log_probs(log_probs.reshape({N, C}), target, ignore_index, 0.0, mode);
 }
 
 }  // namespace sg

@@ -280,6 +280,20 @@ TEST(LossNll, GradcheckAndErrors) {
   EXPECT_SG_ERROR(nll_loss(lp, target, -100, "mea"), "nll_loss: reduction must be");
 }
 
+// One definition: cross_entropy is log_softmax and then nll_loss, on [B, T, C] with padding.
+TEST(LossNll, IsCrossEntropyAfterLogSoftmax) {
+  manual_seed(5);
+  const Tensor logits = randn({2, 3, 5}, kFloat64);
+  const Tensor target = from_vector<int64_t>({1, 4, 0, 2, 0, 3}, {2, 3});
+  for (const char* reduction : {"mean", "sum", "none"}) {
+    EXPECT_TRUE(tensors_near(nll_loss(log_softmax(logits, -1), target, 0, reduction),
+                             cross_entropy(logits, target, 0, 0.0, reduction), 1e-12))
+        << reduction;
+  }
+  EXPECT_SG_ERROR(nll_loss(logits, zeros({2, 4}, kInt64)),
+                  "nll_loss: log_probs of shape [2, 3, 5] need a target of shape [2, 3]");
+}
+
 TEST(LossMse, MatchesPyTorchAndGradchecks) {
   const auto& c = golden("nn_loss", "mse");
   for (const char* reduction : {"mean", "sum", "none"}) {
