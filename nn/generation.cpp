@@ -14,12 +14,21 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-void check_options(const char* op, const Tensor& src, const GenerationOptions& o) {
-  SG_CHECK(src.dim() == 2 && src.size(0) > 0, "{}: src must be [B, S] with B > 0, got {}", op,
-           src.shape());
+void check_options(const char* op, const GenerationOptions& o) {
   SG_CHECK(o.max_length > 0, "{}: max_length must be positive, got {}", op, o.max_length);
   SG_CHECK(o.bos >= 0, "{}: bos must be a token id, got {}", op, o.bos);
   SG_CHECK(o.eos != o.pad || o.eos < 0, "{}: eos and pad are the same token {}", op, o.eos);
+}
+
+void check_options(const char* op, const Tensor& src, const GenerationOptions& o) {
+  SG_CHECK(src.dim() == 2 && src.size(0) > 0, "{}: src must be [B, S] with B > 0, got {}", op,
+           src.shape());
+  check_options(op, o);
+}
+
+void check_options(const char* op, int64_t rows, const GenerationOptions& o) {
+  SG_CHECK(rows > 0, "{}: rows must be positive, got {}", op, rows);
+  check_options(op, o);
 }
 
 // The log-probabilities of the next token, [rows × V] row-major, from the state's logits.
@@ -42,18 +51,15 @@ int64_t argmax(const double* row, int64_t vocab, int64_t pad) {
 
 // Greedy and sampling share this loop; `choose` picks the next token of one row.
 template <typename Choose>
-std::vector<std::vector<int64_t>> decode_one_per_row(Seq2SeqModel& model, const Tensor& src,
+std::vector<std::vector<int64_t>> decode_one_per_row(DecodingState& state, size_t B,
                                                      const GenerationOptions& o, Choose choose) {
-  NoGradGuard no_grad;
-  const auto B = static_cast<size_t>(src.size(0));
-  std::unique_ptr<DecodingState> state = model.start_generation(src, o.use_cache);
   std::vector<std::vector<int64_t>> out(B);
   std::vector<int64_t> tokens(B, o.bos);
   std::vector<bool> done(B, false);
   size_t finished = 0;
   for (int64_t t = 0; t < o.max_length && finished < B; ++t) {
     int64_t V = 0;
-    std::vector<double> log_probs = next_log_probs(*state, tokens, V);
+    std::vector<double> log_probs = next_log_probs(state, tokens, V);
     for (size_t b = 0; b < B; ++b) {
       if (done[b]) continue;  // keeps feeding its last token; its outputs are ignored
       const int64_t next = choose(log_probs.data() + b * static_cast<size_t>(V), V);
@@ -69,61 +75,103 @@ std::vector<std::vector<int64_t>> decode_one_per_row(Seq2SeqModel& model, const 
   return out;
 }
 
+// Draws a token from softmax(row / temperature) restricted to the top_k, with its own seeded
+// generator: the same seed gives the same sequences.
+class Sampler {
+ public:
+  Sampler(const GenerationOptions& options, const SamplingOptions& sampling)
+      : pad_(options.pad), sampling_(sampling), rng_(sampling.seed) {
+    SG_CHECK(sampling.temperature > 0 && std::isfinite(sampling.temperature),
+             "sample: temperature must be positive and finite, got {}", sampling.temperature);
+    SG_CHECK(sampling.top_k >= 0, "sample: top_k must be >= 0, got {}", sampling.top_k);
+  }
+
+  int64_t operator()(const double* row, int64_t V) {
+    // Scaled log-probabilities relative to the best, so exp() cannot overflow; the best token has
+    // weight 1 and, as temperature -> 0, every other weight -> 0 (greedy).
+    const int64_t best = argmax(row, V, pad_);
+    weights_.assign(static_cast<size_t>(V), 0.0);
+    for (int64_t v = 0; v < V; ++v)
+      if (v != pad_) weights_[v] = std::exp((row[v] - row[best]) / sampling_.temperature);
+    if (sampling_.top_k > 0 && sampling_.top_k < V) keep_top_k();
+    double total = 0;
+    for (double w : weights_) total += w;
+    // A uniform double in [0, total) from the generator's bits (the standard fixes mt19937_64's
+    // output, not uniform_real_distribution's algorithm), so a seed means the same on every
+    // machine.
+    double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * total;
+    for (int64_t v = 0; v < V; ++v) {
+      if (weights_[v] == 0) continue;
+      if (u < weights_[v]) return v;
+      u -= weights_[v];
+    }
+    return best;  // rounding left u at the very end
+  }
+
+ private:
+  void keep_top_k() {
+    std::vector<double> sorted = weights_;
+    std::nth_element(sorted.begin(), sorted.begin() + (sampling_.top_k - 1), sorted.end(),
+                     std::greater<>());
+    const double kth = sorted[static_cast<size_t>(sampling_.top_k - 1)];
+    int64_t kept = 0;  // ties at the k-th weight: keep the first ones, k in all
+    for (double& w : weights_) {
+      if (w > kth) ++kept;
+    }
+    for (double& w : weights_) {
+      if (w < kth)
+        w = 0;
+      else if (w == kth && kept++ >= sampling_.top_k)
+        w = 0;
+    }
+  }
+
+  int64_t pad_;
+  SamplingOptions sampling_;
+  std::mt19937_64 rng_;
+  std::vector<double> weights_;
+};
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> greedy_search(Seq2SeqModel& model, const Tensor& src,
                                                 const GenerationOptions& options) {
   check_options("greedy_search", src, options);
-  return decode_one_per_row(model, src, options, [&](const double* row, int64_t V) {
-    return argmax(row, V, options.pad);
-  });
+  NoGradGuard no_grad;
+  const std::unique_ptr<DecodingState> state = model.start_generation(src, options.use_cache);
+  return decode_one_per_row(
+      *state, static_cast<size_t>(src.size(0)), options,
+      [&](const double* row, int64_t V) { return argmax(row, V, options.pad); });
+}
+
+std::vector<std::vector<int64_t>> greedy_search(LanguageModel& model, int64_t rows,
+                                                const GenerationOptions& options) {
+  check_options("greedy_search", rows, options);
+  NoGradGuard no_grad;
+  const std::unique_ptr<DecodingState> state = model.start_generation(rows, options.use_cache);
+  return decode_one_per_row(
+      *state, static_cast<size_t>(rows), options,
+      [&](const double* row, int64_t V) { return argmax(row, V, options.pad); });
 }
 
 std::vector<std::vector<int64_t>> sample(Seq2SeqModel& model, const Tensor& src,
                                          const GenerationOptions& options,
                                          const SamplingOptions& sampling) {
   check_options("sample", src, options);
-  SG_CHECK(sampling.temperature > 0 && std::isfinite(sampling.temperature),
-           "sample: temperature must be positive and finite, got {}", sampling.temperature);
-  SG_CHECK(sampling.top_k >= 0, "sample: top_k must be >= 0, got {}", sampling.top_k);
-  std::mt19937_64 rng(sampling.seed);
-  std::vector<double> weights;
-  return decode_one_per_row(model, src, options, [&](const double* row, int64_t V) {
-    // Scaled log-probabilities relative to the best, so exp() cannot overflow; the best token has
-    // weight 1 and, as temperature -> 0, every other weight -> 0 (greedy).
-    const int64_t best = argmax(row, V, options.pad);
-    weights.assign(static_cast<size_t>(V), 0.0);
-    for (int64_t v = 0; v < V; ++v)
-      if (v != options.pad) weights[v] = std::exp((row[v] - row[best]) / sampling.temperature);
-    if (sampling.top_k > 0 && sampling.top_k < V) {
-      std::vector<double> sorted = weights;
-      std::nth_element(sorted.begin(), sorted.begin() + (sampling.top_k - 1), sorted.end(),
-                       std::greater<>());
-      const double kth = sorted[static_cast<size_t>(sampling.top_k - 1)];
-      int64_t kept = 0;  // ties at the k-th weight: keep the first ones, k in all
-      for (double& w : weights) {
-        if (w > kth) ++kept;
-      }
-      for (double& w : weights) {
-        if (w < kth)
-          w = 0;
-        else if (w == kth && kept++ >= sampling.top_k)
-          w = 0;
-      }
-    }
-    double total = 0;
-    for (double w : weights) total += w;
-    // A uniform double in [0, total) from the generator's bits (the standard fixes mt19937_64's
-    // output, not uniform_real_distribution's algorithm), so a seed means the same on every
-    // machine.
-    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * total;
-    for (int64_t v = 0; v < V; ++v) {
-      if (weights[v] == 0) continue;
-      if (u < weights[v]) return v;
-      u -= weights[v];
-    }
-    return best;  // rounding left u at the very end
-  });
+  Sampler sampler(options, sampling);
+  NoGradGuard no_grad;
+  const std::unique_ptr<DecodingState> state = model.start_generation(src, options.use_cache);
+  return decode_one_per_row(*state, static_cast<size_t>(src.size(0)), options, sampler);
+}
+
+std::vector<std::vector<int64_t>> sample(LanguageModel& model, int64_t rows,
+                                         const GenerationOptions& options,
+                                         const SamplingOptions& sampling) {
+  check_options("sample", rows, options);
+  Sampler sampler(options, sampling);
+  NoGradGuard no_grad;
+  const std::unique_ptr<DecodingState> state = model.start_generation(rows, options.use_cache);
+  return decode_one_per_row(*state, static_cast<size_t>(rows), options, sampler);
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tensor& src,

@@ -1,10 +1,13 @@
 // Generating target sequences from an encoder-decoder model: greedy search, beam search and
-// sampling, for any model that implements Seq2SeqModel (the Transformer does).
+// sampling, for any model that implements Seq2SeqModel (the Transformer does); greedy search and
+// sampling also for a decoder-only language model, from <bos> alone (LanguageModel, which
+// DecoderOnlyTransformer implements).
 //
 //   sg::nn::GenerationOptions g;         // bos 1, eos 2, pad 0, at most 64 tokens, KV cache on
 //   auto best = sg::nn::greedy_search(model, src, g);                 // src [B, S] -> B sequences
 //   auto beams = sg::nn::beam_search(model, src, g, {.beam_size = 5});   // B lists, best first
 //   auto drawn = sg::nn::sample(model, src, g, {.temperature = 0.8, .top_k = 5, .seed = 1});
+//   auto words = sg::nn::sample(language_model, /*rows=*/10, g, {.temperature = 0.8});
 //
 // Every search returns the generated tokens only: no <bos>, and no <eos> (a sequence stops there).
 // With eos = -1 there is no end symbol and every sequence has max_length tokens (the copy task).
@@ -40,6 +43,13 @@ class Seq2SeqModel {
   virtual std::unique_ptr<DecodingState> start_generation(const Tensor& src, bool use_cache) = 0;
 };
 
+// A decoder-only model: every row starts from <bos> alone, with nothing to encode.
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+  virtual std::unique_ptr<DecodingState> start_generation(int64_t rows, bool use_cache) = 0;
+};
+
 struct GenerationOptions {
   int64_t max_length = 64;  // generated tokens at most, <eos> included
   int64_t bos = 1;          // the decoder's first input
@@ -71,6 +81,10 @@ struct SamplingOptions {
 std::vector<std::vector<int64_t>> greedy_search(Seq2SeqModel& model, const Tensor& src,
                                                 const GenerationOptions& options = {});
 
+// The same for a language model: `rows` sequences from <bos>.
+std::vector<std::vector<int64_t>> greedy_search(LanguageModel& model, int64_t rows,
+                                                const GenerationOptions& options = {});
+
 // Keeps the beam_size most probable prefixes per source at every step; a prefix that produces
 // <eos> is finished. A source stops when beam_size hypotheses are finished (or at max_length,
 // where the live ones count as finished). Returns, per source, its finished hypotheses best first.
@@ -81,6 +95,11 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tens
 // Draws every token from softmax(logits / temperature), restricted to the top_k; seeded, so the
 // same seed gives the same sequences.
 std::vector<std::vector<int64_t>> sample(Seq2SeqModel& model, const Tensor& src,
+                                         const GenerationOptions& options,
+                                         const SamplingOptions& sampling);
+
+// The same for a language model: `rows` sequences from <bos>.
+std::vector<std::vector<int64_t>> sample(LanguageModel& model, int64_t rows,
                                          const GenerationOptions& options,
                                          const SamplingOptions& sampling);
 

@@ -6,6 +6,7 @@
 #include "nn/activation_capture.h"
 #include "nn/attention.h"
 #include "nn/container.h"
+#include "nn/decoder_only_transformer.h"
 #include "nn/data/bucket_loader.h"
 #include "nn/data/cmudict.h"
 #include "nn/data/error_rates.h"

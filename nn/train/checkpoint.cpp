@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "nn/decoder_only_transformer.h"
 #include "nn/serialize.h"
 
 namespace sg::train {
@@ -61,18 +62,14 @@ Checkpoint read_checkpoint(const std::string& path) {
   return c;
 }
 
-int64_t min_state_values(const nn::TransformerOptions& o) {
-  // Each encoder and decoder layer holds two feed-forward matrices of d_model x d_ff values; the
-  // two embeddings vocab x d_model; the positional table (a buffer or a parameter)
-  // max_len x d_model. Counted with overflow checks: a saturated count only means "more than any
-  // file holds".
+namespace {
+
+// The sum of the products of `terms`, saturating at INT64_MAX: a saturated count only means
+// "more than any file holds".
+int64_t sum_of_products(std::initializer_list<std::vector<int64_t>> terms) {
   const int64_t max = std::numeric_limits<int64_t>::max();
   int64_t total = 0;
-  const int64_t layers = o.num_encoder_layers + o.num_decoder_layers;
-  for (const std::vector<int64_t>& factors : {std::vector<int64_t>{2, layers, o.d_model, o.d_ff},
-                                              {o.src_vocab, o.d_model},
-                                              {o.tgt_vocab, o.d_model},
-                                              {o.max_len, o.d_model}}) {
+  for (const std::vector<int64_t>& factors : terms) {
     int64_t product = 1;
     for (int64_t f : factors) {
       if (__builtin_mul_overflow(product, f, &product)) return max;
@@ -82,12 +79,40 @@ int64_t min_state_values(const nn::TransformerOptions& o) {
   return total;
 }
 
-void check_fits(const Checkpoint& c, const nn::TransformerOptions& options) {
-  const int64_t needed = min_state_values(options), held = c.model_values();
+void check_fits(const Checkpoint& c, int64_t needed, const std::string& config) {
+  const int64_t held = c.model_values();
   SG_CHECK(needed <= held,
            "checkpoint {}: its config ({}) describes a model of at least {} values, but the file "
            "holds {}",
-           c.path, options.to_string(), needed, held);
+           c.path, config, needed, held);
+}
+
+}  // namespace
+
+int64_t min_state_values(const nn::TransformerOptions& o) {
+  // Each encoder and decoder layer holds two feed-forward matrices of d_model x d_ff values; the
+  // two embeddings vocab x d_model; the positional table (a buffer or a parameter)
+  // max_len x d_model.
+  return sum_of_products({{2, o.num_encoder_layers + o.num_decoder_layers, o.d_model, o.d_ff},
+                          {o.src_vocab, o.d_model},
+                          {o.tgt_vocab, o.d_model},
+                          {o.max_len, o.d_model}});
+}
+
+int64_t min_state_values(const nn::DecoderOnlyOptions& o) {
+  // The same parts for one stack and one embedding.
+  return sum_of_products(
+      {{2, o.layers, o.d_model, o.d_ff}, {o.vocab, o.d_model}, {o.max_len, o.d_model}});
+}
+
+void check_fits(const Checkpoint& c, const nn::TransformerOptions& options) {
+  check_fits(c, min_state_values(options), options.to_string());
+}
+
+void check_fits(const Checkpoint& c, const nn::DecoderOnlyOptions& options) {
+  check_fits(c, min_state_values(options),
+             fmt::format("vocab={};d_model={};layers={};d_ff={};max_len={}", options.vocab,
+                         options.d_model, options.layers, options.d_ff, options.max_len));
 }
 
 void restore(const Checkpoint& c, nn::Module& model, optim::Optimizer* optimizer) {

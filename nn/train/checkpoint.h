@@ -19,6 +19,10 @@
 #include "nn/safetensors.h"
 #include "nn/transformer_options.h"
 
+namespace sg::nn {
+struct DecoderOnlyOptions;  // nn/decoder_only_transformer.h
+}  // namespace sg::nn
+
 namespace sg::train {
 
 // The optimizer's state and the moving average sit beside the model's tensors under these
@@ -53,6 +57,9 @@ int64_t min_state_values(const nn::TransformerOptions& options);
 // layers=1000000000 is refused before it allocates anything. The exact check, name by name and
 // shape by shape, comes when the tensors are copied in (restore).
 void check_fits(const Checkpoint& checkpoint, const nn::TransformerOptions& options);
+// The same for a decoder-only model (nn/decoder_only_transformer.h).
+int64_t min_state_values(const nn::DecoderOnlyOptions& options);
+void check_fits(const Checkpoint& checkpoint, const nn::DecoderOnlyOptions& options);
 
 // Copies the checkpoint's tensors into the model, and its optimizer state into `optimizer` when
 // given. Each of the two loads all or nothing (nn::load, Optimizer::load_state); errors name the

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "nn/train/numbers.h"
+#include "nn/train/option_schema.h"
 
 namespace sg::train {
 
@@ -25,6 +26,23 @@ inline CLI::Validator integer_in(int64_t lo, int64_t hi) {
 // "" as 0 and reads hexadecimal floats ("0x1p-3"), "inf" and "nan".
 inline CLI::Validator real_in(double lo, double hi) {
   return CLI::Validator(number_in<double>(lo, hi), fmt::format("FLOAT in [{}, {}]", lo, hi));
+}
+
+// A flag for every option of a schema (option_schema.h), with its bounds and help: --eval-every
+// for "eval_every"; a boolean is a switch (--norm-first), or --no-norm-first when it is on by
+// default.
+inline void add_options(CLI::App& app, const OptionSchema& schema) {
+  for (const Option& o : schema.options()) {
+    if (auto* i = std::get_if<int64_t*>(&o.value)) {
+      app.add_option(o.flag(), **i, o.help)->check(integer_in(o.integer_lo, o.integer_hi));
+    } else if (auto* r = std::get_if<double*>(&o.value)) {
+      app.add_option(o.flag(), **r, o.help)->check(real_in(o.real_lo, o.real_hi));
+    } else if (auto* b = std::get_if<bool*>(&o.value)) {
+      app.add_flag(**b ? "--no-" + o.flag().substr(2) + "{false}" : o.flag(), **b, o.help);
+    } else {
+      app.add_option(o.flag(), *std::get<std::string*>(o.value), o.help);
+    }
+  }
 }
 
 }  // namespace sg::train

