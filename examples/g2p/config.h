@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "nn/nn.h"
-#include "nn/train/run_config.h"
+#include "nn/train/option_schema.h"
 
 namespace g2p {
 
@@ -40,15 +40,18 @@ struct Config {
   // Only the first this many training words (0 = all): for tests and quick looks.
   int64_t train_words = 0;
 
-  // Clear errors for bad combinations and for sizes beyond the bounds below.
+  // Every option once: its flag, bounds, help and rule on --resume (the flags, to_map, from_map
+  // and fields come from it).
+  sg::train::OptionSchema schema();
+  // Clear errors for values out of the schema's bounds and for bad combinations.
   void validate() const;
   sg::nn::TransformerOptions model_options(int64_t letters, int64_t phonemes) const;
   std::map<std::string, std::string> to_map() const;
-  // Strict: every number and boolean parses in full, or the error names the key; then validate(),
-  // so a checkpoint's config has the bounds a command line has.
+  // Strict: every number and boolean parses in full and in bounds, or the error names the key;
+  // then validate(), so a checkpoint's config has the bounds a command line has.
   static Config from_map(const std::map<std::string, std::string>& values);
   // Each key of to_map() with its flag, and whether --resume may change it.
-  static const std::vector<sg::train::ConfigField>& fields();
+  static std::vector<sg::train::ConfigField> fields();
 
   // The optimizer's base lr (1 for noam, whose schedule gives the rate; lr for cosine) and the
   // schedule that scales it, from the optimizer's step count.

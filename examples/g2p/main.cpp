@@ -214,54 +214,7 @@ int main(int argc, char** argv) {
   auto* train_cmd = app.add_subcommand("train", "train a model on the dictionary's train split");
   train_cmd->add_option("--data", config.data, "cmudict.dict (scripts/get_cmudict.sh)");
   train_cmd->add_option("--out", options.out_dir, "run directory");
-  train_cmd->add_option("--d-model", config.d_model, "model width")
-      ->check(integer_in(1, Config::kMaxDModel));
-  train_cmd->add_option("--heads", config.heads, "attention heads")
-      ->check(integer_in(1, Config::kMaxHeads));
-  train_cmd->add_option("--layers", config.layers, "encoder and decoder layers")
-      ->check(integer_in(1, Config::kMaxLayers));
-  train_cmd->add_option("--ffn", config.d_ff, "feed-forward width")
-      ->check(integer_in(1, Config::kMaxFfn));
-  train_cmd->add_option("--dropout", config.dropout, "dropout probability")->check(real_in(0, 1));
-  train_cmd->add_option("--label-smoothing", config.label_smoothing, "label smoothing")
-      ->check(real_in(0, 1));
-  train_cmd->add_option("--lr-factor", config.lr_factor, "factor of --schedule noam")
-      ->check(real_in(0, 1e30));
-  train_cmd->add_option("--schedule", config.schedule,
-                        "noam (the paper's) or cosine (warm-up, then down to 0 at --steps)");
-  train_cmd->add_option("--lr", config.lr, "peak learning rate of --schedule cosine")
-      ->check(real_in(0, 1e30));
-  train_cmd->add_flag("--norm-first", config.norm_first,
-                      "layer norm before each sublayer (pre-LN) instead of after (post-LN)");
-  train_cmd->add_option("--steps", config.steps, "training steps (may change on --resume)")
-      ->check(integer_in(1, Config::kMaxSteps));
-  train_cmd->add_option("--warmup", config.warmup, "warm-up steps")
-      ->check(integer_in(1, Config::kMaxSteps));
-  train_cmd->add_option("--max-tokens", config.max_tokens, "padded tokens per batch")
-      ->check(integer_in(1, Config::kMaxTokens));
-  train_cmd->add_option("--eval-every", config.eval_every, "steps between dev evaluations")
-      ->check(integer_in(1, Config::kMaxSteps));
-  train_cmd->add_option("--dev-words", config.dev_words, "dev words per evaluation (0 = all)")
-      ->check(integer_in(0, Config::kMaxSteps));
-  train_cmd
-      ->add_option("--checkpoint-every", config.checkpoint_every,
-                   "steps between checkpoints (0 = end only)")
-      ->check(integer_in(0, Config::kMaxSteps));
-  train_cmd
-      ->add_option("--train-words", config.train_words,
-                   "use only the first N training words (0 = all)")
-      ->check(integer_in(0, Config::kMaxSteps));
-  train_cmd->add_option("--seed", config.seed, "random seed");
-  train_cmd
-      ->add_option("--ema", config.ema,
-                   "keep a moving average of the weights with this decay (e.g. 0.999) and "
-                   "evaluate and save it instead of them (0 = none)")
-      ->check(real_in(0, 1));
-  train_cmd
-      ->add_option("--average-last", config.average_last,
-                   "save the model every --checkpoint-every steps, keep the newest K, and at the "
-                   "end evaluate their mean (0 = none)")
-      ->check(integer_in(0, Config::kMaxAverageLast));
+  sg::train::add_options(*train_cmd, config.schema());
   train_cmd
       ->add_option("--stop-after", options.stop_after,
                    "stop at this step (resume later with --resume)")

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -35,12 +36,23 @@ inline void add_options(CLI::App& app, const OptionSchema& schema) {
   for (const Option& o : schema.options()) {
     if (auto* i = std::get_if<int64_t*>(&o.value)) {
       app.add_option(o.flag(), **i, o.help)->check(integer_in(o.integer_lo, o.integer_hi));
+    } else if (auto* u = std::get_if<uint64_t*>(&o.value)) {
+      app.add_option(o.flag(), **u, o.help)
+          ->check(CLI::Validator(number_in<uint64_t>(0, UINT64_MAX), "UINT"));
     } else if (auto* r = std::get_if<double*>(&o.value)) {
       app.add_option(o.flag(), **r, o.help)->check(real_in(o.real_lo, o.real_hi));
     } else if (auto* b = std::get_if<bool*>(&o.value)) {
       app.add_flag(**b ? "--no-" + o.flag().substr(2) + "{false}" : o.flag(), **b, o.help);
     } else {
-      app.add_option(o.flag(), *std::get<std::string*>(o.value), o.help);
+      CLI::Option* text = app.add_option(o.flag(), *std::get<std::string*>(o.value), o.help);
+      if (o.choices.empty()) continue;
+      text->check(CLI::Validator(
+          [flag = o.flag(), choices = o.choices](std::string& value) -> std::string {
+            if (std::find(choices.begin(), choices.end(), value) != choices.end()) return "";
+            return fmt::format("{} must be one of {}, got '{}'", flag, fmt::join(choices, ", "),
+                               value);
+          },
+          fmt::format("one of {}", fmt::join(o.choices, ", "))));
     }
   }
 }

@@ -10,6 +10,7 @@
 namespace sg::train {
 
 std::string Option::flag() const {
+  if (!flag_name.empty()) return flag_name;
   std::string name = key;
   std::replace(name.begin(), name.end(), '_', '-');
   return "--" + name;
@@ -18,6 +19,12 @@ std::string Option::flag() const {
 OptionSchema& OptionSchema::integer(std::string key, int64_t& value, int64_t lo, int64_t hi,
                                     OnResume rule, std::string help) {
   options_.push_back({std::move(key), &value, lo, hi, 0, 0, rule, std::move(help)});
+  return *this;
+}
+
+OptionSchema& OptionSchema::unsigned_integer(std::string key, uint64_t& value, OnResume rule,
+                                             std::string help) {
+  options_.push_back({std::move(key), &value, 0, 0, 0, 0, rule, std::move(help)});
   return *this;
 }
 
@@ -35,6 +42,29 @@ OptionSchema& OptionSchema::boolean(std::string key, bool& value, OnResume rule,
 OptionSchema& OptionSchema::text(std::string key, std::string& value, OnResume rule,
                                  std::string help) {
   options_.push_back({std::move(key), &value, 0, 0, 0, 0, rule, std::move(help)});
+  return *this;
+}
+
+Option& OptionSchema::last(const char* modifier) {
+  SG_CHECK(!options_.empty(), "OptionSchema::{}: no option to modify yet", modifier);
+  return options_.back();
+}
+
+OptionSchema& OptionSchema::flag(std::string name) {
+  last("flag").flag_name = std::move(name);
+  return *this;
+}
+
+OptionSchema& OptionSchema::one_of(std::vector<std::string> choices) {
+  Option& o = last("one_of");
+  SG_CHECK(std::holds_alternative<std::string*>(o.value),
+           "OptionSchema::one_of: '{}' is not a text option", o.key);
+  o.choices = std::move(choices);
+  return *this;
+}
+
+OptionSchema& OptionSchema::before_it_existed(std::string value) {
+  last("before_it_existed").before_it_existed = std::move(value);
   return *this;
 }
 
@@ -61,12 +91,24 @@ std::vector<ConfigField> OptionSchema::fields() const {
   return out;
 }
 
+namespace {
+
+void check_choice(const Option& o, const std::string& value, const std::string& what) {
+  SG_CHECK(
+      o.choices.empty() || std::find(o.choices.begin(), o.choices.end(), value) != o.choices.end(),
+      "{} must be one of {}, got '{}'", what, fmt::join(o.choices, ", "), value);
+}
+
+}  // namespace
+
 void OptionSchema::check() const {
   for (const Option& o : options_) {
     if (auto* i = std::get_if<int64_t*>(&o.value)) {
       check_range<int64_t>(o.flag(), **i, o.integer_lo, o.integer_hi);
     } else if (auto* r = std::get_if<double*>(&o.value)) {
       check_range<double>(o.flag(), **r, o.real_lo, o.real_hi);
+    } else if (auto* t = std::get_if<std::string*>(&o.value)) {
+      check_choice(o, **t, o.flag());
     }
   }
 }
@@ -74,20 +116,25 @@ void OptionSchema::check() const {
 void OptionSchema::read(const ConfigMap& saved, const std::string& source) const {
   for (const Option& o : options_) {
     const auto it = saved.find(o.key);
-    SG_CHECK(it != saved.end(), "{}: the checkpoint's config has no '{}'", source, o.key);
+    SG_CHECK(it != saved.end() || o.before_it_existed, "{}: the checkpoint's config has no '{}'",
+             source, o.key);
+    const std::string& text = it != saved.end() ? it->second : *o.before_it_existed;
     const std::string what = fmt::format("{}: checkpoint config '{}'", source, o.key);
     if (auto* i = std::get_if<int64_t*>(&o.value)) {
-      **i = parse_number<int64_t>(it->second, what);
+      **i = parse_number<int64_t>(text, what);
       SG_CHECK(**i >= o.integer_lo && **i <= o.integer_hi, "{} is {}, not in [{}, {}]", what, **i,
                o.integer_lo, o.integer_hi);
+    } else if (auto* u = std::get_if<uint64_t*>(&o.value)) {
+      **u = parse_number<uint64_t>(text, what);
     } else if (auto* r = std::get_if<double*>(&o.value)) {
-      **r = parse_number<double>(it->second, what);
+      **r = parse_number<double>(text, what);
       SG_CHECK(**r >= o.real_lo && **r <= o.real_hi, "{} is {}, not in [{}, {}]", what, **r,
                o.real_lo, o.real_hi);
     } else if (auto* b = std::get_if<bool*>(&o.value)) {
-      **b = parse_bool(it->second, what);
+      **b = parse_bool(text, what);
     } else {
-      *std::get<std::string*>(o.value) = it->second;
+      check_choice(o, text, what);
+      *std::get<std::string*>(o.value) = text;
     }
   }
 }

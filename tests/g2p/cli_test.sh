@@ -43,7 +43,8 @@ printf 'good G UH1 D\nbad b AE1 D\n' >"$dir/bad.dict"
 expect_error "bad.dict:2: 'b' is not an ARPAbet phoneme" train --data "$dir/bad.dict" --out "$dir/run"
 expect_error "multiple of --heads" train --data "$dict" --out "$dir/run" --d-model 30 --heads 4
 expect_error "--max-tokens" train --data "$dict" --out "$dir/run" --max-tokens 3
-expect_error "--schedule must be noam or cosine" train --data "$dict" --out "$dir/run" --schedule step
+expect_error "--schedule must be one of noam, cosine, got 'step'" train --data "$dict" --out "$dir/run" \
+  --schedule step
 expect_error "--schedule cosine needs --lr > 0" train --data "$dict" --out "$dir/run" --lr 0
 expect_ok "no dev evaluation yet" train --data "$dict" --out "$dir/early" "${tiny[@]}" --stop-after 5
 expect_error "--beam" eval --beam 0

@@ -111,7 +111,7 @@ TEST(G2pTraining, Schedules) {
   bad.warmup = 200;
   EXPECT_SG_ERROR(bad.validate(), "below --steps");
   bad.schedule = "linear";
-  EXPECT_SG_ERROR(bad.validate(), "noam or cosine, got 'linear'");
+  EXPECT_SG_ERROR(bad.validate(), "--schedule must be one of noam, cosine, got 'linear'");
   // A checkpoint written before the schedule and layer order were options: Noam, post-LN.
   std::map<std::string, std::string> old = c.to_map();
   old.erase("schedule"), old.erase("lr"), old.erase("norm_first");

@@ -40,16 +40,18 @@ g2p::Config tiny_config() {
 TEST(G2pHardening, SizesAreBoundedWhenParsedAsWhenLoaded) {
   // --layers 65 (or --heads 257, --ffn 65537) used to train and write checkpoints that the loader
   // then refused forever: the bounds are now validate()'s, for a command line and a checkpoint.
-  for (const auto& [field, value, message] :
-       std::vector<std::tuple<int64_t g2p::Config::*, int64_t, std::string>>{
-           {&g2p::Config::layers, 65, "g2p: --layers must be in [1, 64], got 65"},
-           {&g2p::Config::heads, 257, "g2p: --heads must be in [1, 256], got 257"},
-           {&g2p::Config::d_ff, 65537, "g2p: --ffn must be in [1, 65536], got 65537"},
-           {&g2p::Config::d_model, 8192, "g2p: --d-model must be in [1, 4096], got 8192"}}) {
+  for (const auto& [field, value, flag, key, bounds] : std::vector<
+           std::tuple<int64_t g2p::Config::*, int64_t, std::string, std::string, std::string>>{
+           {&g2p::Config::layers, 65, "--layers", "layers", "[1, 64]"},
+           {&g2p::Config::heads, 257, "--heads", "heads", "[1, 256]"},
+           {&g2p::Config::d_ff, 65537, "--ffn", "d_ff", "[1, 65536]"},
+           {&g2p::Config::d_model, 8192, "--d-model", "d_model", "[1, 4096]"}}) {
     g2p::Config c = tiny_config();
     c.*field = value;
-    EXPECT_SG_ERROR(c.validate(), message);
-    EXPECT_SG_ERROR(g2p::Config::from_map(c.to_map()), message);
+    const std::string v = std::to_string(value);
+    EXPECT_SG_ERROR(c.validate(), flag + " must be in " + bounds + ", got " + v);
+    EXPECT_SG_ERROR(g2p::Config::from_map(c.to_map()),
+                    "g2p: checkpoint config '" + key + "' is " + v + ", not in " + bounds);
   }
   g2p::Config c = tiny_config();
   auto values = c.to_map();

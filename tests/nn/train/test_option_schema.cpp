@@ -73,5 +73,36 @@ TEST(TrainOptionSchema, ValuesSetInCodeAreCheckedAndResumeNamesTheFlag) {
   EXPECT_NO_THROW(changed.schema().check_resume(e.schema().to_map(), "run/last.safetensors"));
 }
 
+// A text option with choices, a flag that is not the key's, a 64-bit seed, and a value that a
+// checkpoint written before the option existed stands for.
+TEST(TrainOptionSchema, ChoicesFlagNamesSeedsAndOptionsOlderCheckpointsLack) {
+  std::string schedule = "cosine";
+  uint64_t seed = 0;
+  int64_t d_ff = 64;
+  const auto schema = [&] {
+    return OptionSchema()
+        .text("schedule", schedule, OnResume::kFixed, "noam or cosine")
+        .one_of({"noam", "cosine"})
+        .before_it_existed("noam")
+        .unsigned_integer("seed", seed, OnResume::kFixed, "seed")
+        .integer("d_ff", d_ff, 1, 65536, OnResume::kFixedModel, "width")
+        .flag("--ffn");
+  };
+  EXPECT_EQ(schema().fields()[2].flag, "--ffn");
+  schema().read({{"seed", "18446744073709551615"}, {"d_ff", "32"}}, "old.safetensors");
+  EXPECT_EQ(schedule, "noam");  // the checkpoint predates the option
+  EXPECT_EQ(seed, std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(d_ff, 32);
+  EXPECT_SG_ERROR(schema().read({{"schedule", "step"}, {"seed", "1"}, {"d_ff", "32"}}, "f"),
+                  "f: checkpoint config 'schedule' must be one of noam, cosine, got 'step'");
+  EXPECT_SG_ERROR(schema().read({{"seed", "-1"}, {"d_ff", "32"}}, "f"),
+                  "f: checkpoint config 'seed'");
+  schedule = "linear";
+  EXPECT_SG_ERROR(schema().check(), "--schedule must be one of noam, cosine, got 'linear'");
+  EXPECT_SG_ERROR(OptionSchema().flag("--x"), "OptionSchema::flag: no option to modify yet");
+  EXPECT_SG_ERROR(OptionSchema().integer("n", d_ff, 1, 2, OnResume::kFixed, "").one_of({"a"}),
+                  "OptionSchema::one_of: 'n' is not a text option");
+}
+
 }  // namespace
 }  // namespace sg::train
