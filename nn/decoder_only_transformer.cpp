@@ -68,40 +68,25 @@ Tensor DecoderOnlyTransformer::forward(const Tensor& tokens) {
 
 namespace {
 
-// Each row's tokens so far; a step runs the whole prefix and keeps the last position's logits.
+// Each step runs every row's whole prefix and keeps the last position's logits.
 class PrefixState : public DecodingState {
  public:
-  PrefixState(DecoderOnlyTransformer& model, int64_t rows)
-      : model_(model), prefixes_(static_cast<size_t>(rows)) {}
+  PrefixState(DecoderOnlyTransformer& model, int64_t rows) : model_(model), prefixes_(rows) {}
 
   Tensor step(const std::vector<int64_t>& tokens) override {
-    SG_CHECK(tokens.size() == prefixes_.size(),
-             "DecoderOnlyTransformer generation: {} tokens for "
-             "{} rows",
-             tokens.size(), prefixes_.size());
-    std::vector<int64_t> flat;
-    for (size_t r = 0; r < tokens.size(); ++r) {
-      prefixes_[r].push_back(tokens[r]);
-      flat.insert(flat.end(), prefixes_[r].begin(), prefixes_[r].end());
-    }
-    const auto T = static_cast<int64_t>(prefixes_[0].size());
+    const Tensor prefix = prefixes_.append(tokens, model_.generator->weight.device());
+    const int64_t T = prefix.size(1);
     SG_CHECK(T <= model_.options().max_len,
              "DecoderOnlyTransformer generation: {} tokens exceed max_len {}", T,
              model_.options().max_len);
-    const Device device = model_.generator->weight.device();
-    const Tensor prefix = from_vector(flat, {static_cast<int64_t>(tokens.size()), T}).to(device);
     return model_.forward(prefix).select(1, T - 1);
   }
 
-  void reorder(const std::vector<int64_t>& rows) override {
-    std::vector<std::vector<int64_t>> kept;
-    for (int64_t r : rows) kept.push_back(prefixes_.at(static_cast<size_t>(r)));
-    prefixes_ = std::move(kept);
-  }
+  void reorder(const std::vector<int64_t>& rows) override { prefixes_.reorder(rows); }
 
  private:
   DecoderOnlyTransformer& model_;
-  std::vector<std::vector<int64_t>> prefixes_;
+  Prefixes prefixes_;
 };
 
 }  // namespace

@@ -75,6 +75,12 @@ std::vector<std::vector<int64_t>> decode_one_per_row(DecodingState& state, size_
   return out;
 }
 
+// The most likely token of a row, never `pad`.
+struct Greedy {
+  int64_t pad;
+  int64_t operator()(const double* row, int64_t V) const { return argmax(row, V, pad); }
+};
+
 // Draws a token from softmax(row / temperature) restricted to the top_k, with its own seeded
 // generator: the same seed gives the same sequences.
 class Sampler {
@@ -134,44 +140,57 @@ class Sampler {
 
 }  // namespace
 
+Tensor Prefixes::append(const std::vector<int64_t>& tokens, Device device) {
+  SG_CHECK(tokens.size() == rows_.size(), "generation: {} tokens for {} rows", tokens.size(),
+           rows_.size());
+  std::vector<int64_t> flat;
+  for (size_t r = 0; r < tokens.size(); ++r) {
+    rows_[r].push_back(tokens[r]);
+    flat.insert(flat.end(), rows_[r].begin(), rows_[r].end());
+  }
+  const auto T = static_cast<int64_t>(rows_.front().size());
+  return from_vector(flat, {static_cast<int64_t>(rows_.size()), T}).to(device);
+}
+
+void Prefixes::reorder(const std::vector<int64_t>& rows) {
+  std::vector<std::vector<int64_t>> next;
+  next.reserve(rows.size());
+  for (int64_t r : rows) next.push_back(rows_.at(static_cast<size_t>(r)));
+  rows_ = std::move(next);
+}
+
 std::vector<std::vector<int64_t>> greedy_search(Seq2SeqModel& model, const Tensor& src,
                                                 const GenerationOptions& options) {
   check_options("greedy_search", src, options);
-  NoGradGuard no_grad;
-  const std::unique_ptr<DecodingState> state = model.start_generation(src, options.use_cache);
-  return decode_one_per_row(
-      *state, static_cast<size_t>(src.size(0)), options,
-      [&](const double* row, int64_t V) { return argmax(row, V, options.pad); });
+  const NoGradGuard no_grad;  // from here: the encoder runs in start_generation
+  return decode_one_per_row(*model.start_generation(src, options.use_cache),
+                            static_cast<size_t>(src.size(0)), options, Greedy{options.pad});
 }
 
 std::vector<std::vector<int64_t>> greedy_search(LanguageModel& model, int64_t rows,
                                                 const GenerationOptions& options) {
   check_options("greedy_search", rows, options);
-  NoGradGuard no_grad;
-  const std::unique_ptr<DecodingState> state = model.start_generation(rows, options.use_cache);
-  return decode_one_per_row(
-      *state, static_cast<size_t>(rows), options,
-      [&](const double* row, int64_t V) { return argmax(row, V, options.pad); });
+  const NoGradGuard no_grad;
+  return decode_one_per_row(*model.start_generation(rows, options.use_cache),
+                            static_cast<size_t>(rows), options, Greedy{options.pad});
 }
 
 std::vector<std::vector<int64_t>> sample(Seq2SeqModel& model, const Tensor& src,
                                          const GenerationOptions& options,
                                          const SamplingOptions& sampling) {
   check_options("sample", src, options);
-  Sampler sampler(options, sampling);
-  NoGradGuard no_grad;
-  const std::unique_ptr<DecodingState> state = model.start_generation(src, options.use_cache);
-  return decode_one_per_row(*state, static_cast<size_t>(src.size(0)), options, sampler);
+  const NoGradGuard no_grad;
+  return decode_one_per_row(*model.start_generation(src, options.use_cache),
+                            static_cast<size_t>(src.size(0)), options, Sampler(options, sampling));
 }
 
 std::vector<std::vector<int64_t>> sample(LanguageModel& model, int64_t rows,
                                          const GenerationOptions& options,
                                          const SamplingOptions& sampling) {
   check_options("sample", rows, options);
-  Sampler sampler(options, sampling);
-  NoGradGuard no_grad;
-  const std::unique_ptr<DecodingState> state = model.start_generation(rows, options.use_cache);
-  return decode_one_per_row(*state, static_cast<size_t>(rows), options, sampler);
+  const NoGradGuard no_grad;
+  return decode_one_per_row(*model.start_generation(rows, options.use_cache),
+                            static_cast<size_t>(rows), options, Sampler(options, sampling));
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tensor& src,

@@ -33,6 +33,19 @@ class DecodingState {
   virtual void reorder(const std::vector<int64_t>& rows) = 0;
 };
 
+// The tokens each row was fed so far, for a DecodingState that runs a row's whole prefix at each
+// step (no key-value cache): append() adds one token per row and returns the prefixes as
+// [rows, T]; reorder() follows DecodingState::reorder.
+class Prefixes {
+ public:
+  explicit Prefixes(int64_t rows) : rows_(static_cast<size_t>(rows)) {}
+  Tensor append(const std::vector<int64_t>& tokens, Device device);
+  void reorder(const std::vector<int64_t>& rows);
+
+ private:
+  std::vector<std::vector<int64_t>> rows_;
+};
+
 // What a model implements to be generated from: encode a batch of sources [B, S] once, and return
 // the state that decodes against it. With use_cache, each step runs only the new token through
 // the decoder and reuses the keys and values of earlier positions; without, it recomputes the

@@ -38,18 +38,11 @@ class PrefixState : public DecodingState {
       : model_(model),
         memory_(std::move(memory)),
         src_mask_(std::move(src_mask)),
-        prefixes_(static_cast<size_t>(memory_.size(0))) {}
+        prefixes_(memory_.size(0)) {}
 
   Tensor step(const std::vector<int64_t>& tokens) override {
-    SG_CHECK(tokens.size() == prefixes_.size(), "Transformer generation: {} tokens for {} rows",
-             tokens.size(), prefixes_.size());
-    std::vector<int64_t> flat;
-    for (size_t r = 0; r < tokens.size(); ++r) {
-      prefixes_[r].push_back(tokens[r]);
-      flat.insert(flat.end(), prefixes_[r].begin(), prefixes_[r].end());
-    }
-    const auto T = static_cast<int64_t>(prefixes_[0].size());
-    Tensor tgt = from_vector(flat, {static_cast<int64_t>(tokens.size()), T}).to(memory_.device());
+    const Tensor tgt = prefixes_.append(tokens, memory_.device());
+    const int64_t T = tgt.size(1);
     // Generated tokens are never padding: a causal mask alone, as the cached path uses.
     Tensor logits = model_.decode(tgt, memory_, src_mask_, make_causal_mask(T, memory_.device()));
     return logits.select(1, T - 1);
@@ -59,16 +52,13 @@ class PrefixState : public DecodingState {
     Tensor index = rows_index(rows, memory_.device());
     memory_ = memory_.index_select(0, index);
     src_mask_ = src_mask_.index_select(0, index);
-    std::vector<std::vector<int64_t>> next;
-    next.reserve(rows.size());
-    for (int64_t r : rows) next.push_back(prefixes_[static_cast<size_t>(r)]);
-    prefixes_ = std::move(next);
+    prefixes_.reorder(rows);
   }
 
  private:
   Transformer& model_;
   Tensor memory_, src_mask_;
-  std::vector<std::vector<int64_t>> prefixes_;
+  Prefixes prefixes_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "run_state.h"
 
 #include "nn/train/metadata.h"
+#include "nn/train/mixed_precision.h"
 #include "nn/train/numbers.h"
 
 namespace copy_task {
@@ -63,6 +64,7 @@ sg::nn::Metadata metadata_for(const Config& config, const RunState& state) {
   md["best_step"] = std::to_string(state.best_step);
   md["first_perfect"] = state.first_perfect ? std::to_string(*state.first_perfect) : "";
   md["history"] = state.history.to_json();
+  md["precision"] = sg::train::precision_name(state.bf16);
   return md;
 }
 
@@ -72,13 +74,15 @@ CheckpointFile read_checkpoint(const std::string& path) {
   return {config, std::move(checkpoint)};
 }
 
-RunState resume_from(const sg::train::RunDirectory& run, const Config& config,
+RunState resume_from(const sg::train::RunDirectory& run, const Config& config, bool bf16,
                      sg::nn::Transformer& model, sg::optim::Optimizer& optimizer) {
   sg::train::Checkpoint last = run.read_last();
+  sg::train::check_same_precision(last.metadata, bf16, last.path);
   const sg::train::MetadataReader md(last.metadata, last.path);
   const Config saved = config_of(last, md);
   sg::train::check_resume(saved.to_map(), config.to_map(), Config::fields(), last.path);
   RunState state = state_from_metadata(md);
+  state.bf16 = bf16;
   sg::train::restore(last, model, &optimizer);
   return state;
 }

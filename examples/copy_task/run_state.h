@@ -28,6 +28,7 @@ struct RunState {
   int64_t best_step = 0;
   std::optional<int64_t> first_perfect;
   sg::train::History history;
+  bool bf16 = false;  // the steps ran under bfloat16 autocast (--bf16): kept on --resume
 };
 
 // The checkpoint metadata of a run: its config and its state.
@@ -42,8 +43,9 @@ struct CheckpointFile {
 CheckpointFile read_checkpoint(const std::string& path);
 
 // Restores the model, the optimizer and the run's state from the run's last.safetensors, after
-// checking that `config` is the checkpoint's (only the flags Config::fields() lets change may).
-RunState resume_from(const sg::train::RunDirectory& run, const Config& config,
+// checking that `config` is the checkpoint's (only the flags Config::fields() lets change may)
+// and that the run is resumed in its precision (`bf16`).
+RunState resume_from(const sg::train::RunDirectory& run, const Config& config, bool bf16,
                      sg::nn::Transformer& model, sg::optim::Optimizer& optimizer);
 
 }  // namespace copy_task

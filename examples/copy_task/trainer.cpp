@@ -110,7 +110,7 @@ nlohmann::json metrics_json(const Config& config, const TrainSummary& s) {
           {"train_seconds", s.train_seconds},
           {"median_ms_per_step", s.median_ms_per_step},
           {"world_size", s.world_size},
-          {"precision", s.bf16 ? "bfloat16 autocast" : "float32"},
+          {"precision", sg::train::precision_name(s.bf16)},
           {"gradient_bytes_per_step", s.gradient_bytes},
           {"optimizer_state_bytes_per_rank", s.optimizer_state_bytes},
           {"saved_model", "best held-out evaluation"},
@@ -219,8 +219,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   TaskGenerator held_out(config.task, config.vocab, config.min_len, config.length,
                          config.seed ^ kEvalStream);
   RunState state;
+  state.bf16 = options.bf16;
   if (options.resume) {
-    state = resume_from(run, config, *model, *optimizer);
+    state = resume_from(run, config, options.bf16, *model, *optimizer);
     data.set_state(state.data_rng);
     held_out.set_state(state.eval_rng);
   }

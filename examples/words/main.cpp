@@ -8,6 +8,9 @@
 // batches of them, the held-out loss per letter, sampling.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <set>
 
 #include "nn/atomic_file.h"

@@ -4,6 +4,7 @@
 
 #include "autograd/cpu_features.h"
 #include "autograd/cpu_kernels.h"
+#include "autograd/error.h"
 
 namespace sg::train {
 
@@ -22,6 +23,17 @@ std::string bfloat16_speed_note(Device device) {
         cpu_features_name(cpu_features()));
   }
   return "";
+}
+
+std::string precision_name(bool bf16) { return bf16 ? "bfloat16 autocast" : "float32"; }
+
+void check_same_precision(const nn::Metadata& saved, bool bf16, const std::string& path) {
+  const auto it = saved.find("precision");
+  if (it == saved.end()) return;
+  SG_CHECK(it->second == precision_name(bf16),
+           "--resume: {} was trained in {}, and this run asks for {}: a resumed run keeps its "
+           "precision ({} --bf16, or train another run with another --out or --overwrite)",
+           path, it->second, precision_name(bf16), bf16 ? "drop" : "add");
 }
 
 }  // namespace sg::train

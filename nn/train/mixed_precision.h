@@ -10,6 +10,7 @@
 #include <string>
 
 #include "autograd/device.h"
+#include "nn/safetensors.h"
 
 namespace sg::train {
 
@@ -18,5 +19,14 @@ namespace sg::train {
 // (they stay correct: the reference kernel rounds the inputs and runs the float32 product). A GPU
 // without bfloat16 tensor cores is refused at the first product, with its reason.
 std::string bfloat16_speed_note(Device device);
+
+// A run's precision as its checkpoints keep it ("precision" metadata): "bfloat16 autocast" with
+// --bf16, else "float32".
+std::string precision_name(bool bf16);
+// On --resume: a run continues in the precision it was trained in (the steps so far were taken in
+// it; switching halfway would make the resumed run differ from an uninterrupted one). An error
+// naming the file and both precisions when `saved` (the checkpoint's metadata) says otherwise; a
+// checkpoint without the entry (written before it existed) is accepted.
+void check_same_precision(const nn::Metadata& saved, bool bf16, const std::string& path);
 
 }  // namespace sg::train

@@ -1,6 +1,7 @@
 #include "nn/train/option_schema.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include <fmt/format.h>
 

@@ -144,6 +144,7 @@ struct Trainer::Loop {
     md["best_step"] = std::to_string(best_step);
     md["best_metrics"] = metrics_to_json(best);
     md["weights"] = weights;
+    md["precision"] = precision_name(o.bf16);
     if (weights == "average") {
       md["averaged_steps"] = fmt::format("[{}]", fmt::join(averaged_steps, ", "));
       md["averaged_metrics"] = metrics_to_json(averaged);
@@ -177,6 +178,7 @@ struct Trainer::Loop {
 
   void resume() {
     Checkpoint last = run.read_last();
+    check_same_precision(last.metadata, o.bf16, last.path);
     task.load_checkpoint(last);
     restore(last, model, &trainer.optimizer_);
     if (trainer.ema_) restore_ema(last, *trainer.ema_);

@@ -3,38 +3,7 @@
 # crash; good input works. Usage: cli_test.sh path/to/copy_task
 set -uo pipefail
 bin=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-passes=0
-
-# expect_error "<substring>" args...: exit status non-zero (not a crash), stderr has the substring.
-expect_error() {
-  local want=$1; shift
-  timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null
-  local status=$?
-  if [[ $status -eq 0 || $status -ge 128 ]]; then
-    echo "FAIL: '$*' exited with $status (want a clean error)"; failures=$((failures + 1)); return
-  fi
-  if ! grep -qF -- "$want" "$dir/err"; then
-    echo "FAIL: '$*' stderr lacks '$want':"; cat "$dir/err"; failures=$((failures + 1)); return
-  fi
-  if grep -q "terminate called\|Aborted\|Segmentation" "$dir/err"; then
-    echo "FAIL: '$*' crashed"; failures=$((failures + 1)); return
-  fi
-  passes=$((passes + 1))
-}
-
-expect_ok() {
-  local want=$1; shift
-  if ! timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null; then
-    echo "FAIL: '$*' failed:"; cat "$dir/err"; failures=$((failures + 1)); return
-  fi
-  if ! grep -qF -- "$want" "$dir/out"; then
-    echo "FAIL: '$*' output lacks '$want':"; cat "$dir/out"; failures=$((failures + 1)); return
-  fi
-  passes=$((passes + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_testing.sh"
 
 expect_error "--bogus" train --bogus
 expect_error "--dropout: '0x1p-3' is not a number in [0, 1]" train --dropout 0x1p-3 --steps 1 \
@@ -178,5 +147,4 @@ else
   echo "FAIL: decode from stdin"; cat "$dir/err"; failures=$((failures + 1))
 fi
 
-echo "cli_test: $passes passed, $failures failed"
-[[ $failures -eq 0 ]]
+cli_summary

@@ -238,6 +238,14 @@ TEST(CopyTaskCheckpoint, ResumeRefusesAChangedConfigurationNamingTheFlag) {
   Config faster = quick_config();
   faster.lr_factor = 2, faster.steps = 6;
   EXPECT_SG_ERROR(train(faster, o), "--lr-factor is 1 in");
+  // --bf16 used to switch on or off on --resume, without a word.
+  TrainOptions in_bf16 = o;
+  in_bf16.bf16 = true;
+  Config more = quick_config();
+  more.steps = 6;
+  EXPECT_SG_ERROR(train(more, in_bf16),
+                  "was trained in float32, and this run asks for bfloat16 autocast: a resumed run "
+                  "keeps its precision");
   EXPECT_EQ(fs::last_write_time(o.out_dir + "/last.safetensors"), before);
   // What may change: how long, how often.
   Config longer = quick_config();

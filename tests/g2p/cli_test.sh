@@ -5,34 +5,7 @@
 set -uo pipefail
 bin=$1
 dict=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-passes=0
-
-expect_error() {  # expect_error "<substring>" args...
-  local want=$1; shift
-  timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null
-  local status=$?
-  if [[ $status -eq 0 || $status -ge 128 ]]; then
-    echo "FAIL: '$*' exited with $status (want a clean error)"; failures=$((failures + 1)); return
-  fi
-  if ! grep -qF -- "$want" "$dir/err"; then
-    echo "FAIL: '$*' stderr lacks '$want':"; cat "$dir/err"; failures=$((failures + 1)); return
-  fi
-  passes=$((passes + 1))
-}
-
-expect_ok() {  # expect_ok "<substring of stdout>" args... (stdin from $input, if set)
-  local want=$1; shift
-  if ! timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" <"${input:-/dev/null}"; then
-    echo "FAIL: '$*' failed:"; cat "$dir/err"; failures=$((failures + 1)); return
-  fi
-  if ! grep -qF -- "$want" "$dir/out"; then
-    echo "FAIL: '$*' output lacks '$want':"; cat "$dir/out"; failures=$((failures + 1)); return
-  fi
-  passes=$((passes + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_testing.sh"
 
 tiny=(--d-model 32 --heads 2 --layers 1 --ffn 64 --steps 40 --warmup 10 --lr-factor 1 --max-tokens 400
       --eval-every 20 --quiet)
@@ -166,5 +139,4 @@ expect_error "cannot open '$dir/none.pred'" score "$split/test.dict" "$dir/none.
 printf 'tensor T EH1 N S er0\n' >"$dir/bad.pred"
 expect_error "bad.pred:1: 'er0' is not an ARPAbet phoneme" score "$split/test.dict" "$dir/bad.pred"
 
-echo "g2p cli: $passes passed, $failures failed"
-[[ $failures -eq 0 ]]
+cli_summary

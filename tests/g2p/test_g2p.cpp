@@ -206,14 +206,18 @@ TEST(G2pTraining, Bf16TrainsLikeFloat32) {
   g2p::Config c = small_config();
   c.steps = 100, c.eval_every = 100;
   g2p::TrainSummary f32 = g2p::train(c, {.out_dir = temp_dir("f32"), .quiet = true});
-  g2p::TrainSummary bf16 =
-      g2p::train(c, {.out_dir = temp_dir("bf16"), .quiet = true, .bf16 = true});
+  const std::string bf16_dir = temp_dir("bf16");
+  g2p::TrainSummary bf16 = g2p::train(c, {.out_dir = bf16_dir, .quiet = true, .bf16 = true});
   ASSERT_EQ(bf16.losses.size(), f32.losses.size());
   EXPECT_NE(bf16.losses, f32.losses);
   EXPECT_NEAR(bf16.losses.front(), f32.losses.front(), 0.02 * f32.losses.front());
   EXPECT_NEAR(mean(bf16.losses, 90, 10), mean(f32.losses, 90, 10), 0.1 * mean(f32.losses, 90, 10));
+  // A resumed run keeps its precision (--bf16 used to switch on or off without a word).
+  c.steps = 120;
+  EXPECT_SG_ERROR(g2p::train(c, {.out_dir = bf16_dir, .resume = true, .quiet = true}),
+                  "was trained in bfloat16 autocast, and this run asks for float32");
   fs::remove_all(temp_dir("f32"));
-  fs::remove_all(temp_dir("bf16"));
+  fs::remove_all(bf16_dir);
 }
 
 }  // namespace

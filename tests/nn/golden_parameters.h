@@ -10,6 +10,7 @@
 
 #include "nn/module.h"
 #include "tests/support/golden.h"
+#include "tests/support/testing.h"
 
 namespace sg::testing {
 
@@ -19,6 +20,19 @@ inline void load_golden_parameters(nn::Module& module, const GoldenCase& c) {
     Tensor value = c.input(name);
     ASSERT_EQ(value.shape(), p.shape()) << name;
     p.copy_(value);
+  }
+}
+
+// Every parameter's gradient against PyTorch's, exported as "grad.<our name>".
+inline void expect_parameter_gradients_match(const nn::Module& module, const GoldenCase& c,
+                                             double atol, double rtol) {
+  for (const auto& [name, p] : module.named_parameters()) {
+    SCOPED_TRACE(name);
+    if (!p.grad().defined()) {
+      ADD_FAILURE() << name << " has no gradient";
+      continue;
+    }
+    EXPECT_TRUE(tensors_near(p.grad(), c.output("grad." + name), atol, rtol));
   }
 }
 

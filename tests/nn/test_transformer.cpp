@@ -11,6 +11,7 @@
 namespace sg::nn {
 namespace {
 
+using sg::testing::expect_parameter_gradients_match;
 using sg::testing::golden;
 using sg::testing::load_golden_parameters;
 using sg::testing::parameter_names;
@@ -56,11 +57,7 @@ TEST(TransformerTest, LogitsLossAndEveryGradientMatchPyTorch) {
     Tensor loss = masked_cross_entropy(logits, c.input("tgt_out"), model.options().pad_idx);
     EXPECT_NEAR(loss.item<double>(), c.output("loss").item<double>(), 1e-5);
     loss.backward();
-    for (const auto& [pname, p] : model.named_parameters()) {
-      SCOPED_TRACE(pname);
-      ASSERT_TRUE(p.grad().defined());
-      EXPECT_TRUE(tensors_near(p.grad(), c.output("grad." + pname), 2e-5, 1e-3));
-    }
+    expect_parameter_gradients_match(model, c, 2e-5, 1e-3);
   }
 }
 

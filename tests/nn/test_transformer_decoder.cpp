@@ -8,6 +8,7 @@
 namespace sg::nn {
 namespace {
 
+using sg::testing::expect_parameter_gradients_match;
 using sg::testing::golden;
 using sg::testing::load_golden_parameters;
 using sg::testing::parameter_names;
@@ -47,10 +48,7 @@ TEST(DecoderLayerTest, MatchesTorchTransformerDecoderLayer) {
     (y * c.input("r")).sum().backward();
     EXPECT_TRUE(tensors_near(x.grad(), c.output("grad.x"), 1e-5, 1e-4));
     EXPECT_TRUE(tensors_near(memory.grad(), c.output("grad.memory"), 1e-5, 1e-4));
-    for (const auto& [pname, p] : layer.named_parameters()) {
-      SCOPED_TRACE(pname);
-      EXPECT_TRUE(tensors_near(p.grad(), c.output("grad." + pname), 1e-5, 1e-4));
-    }
+    expect_parameter_gradients_match(layer, c, 1e-5, 1e-4);
   }
 }
 

@@ -4,35 +4,7 @@
 set -uo pipefail
 bin=$1
 dict=$2
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-failures=0
-passes=0
-
-# expect_error "<substring>" args...: exit status non-zero (not a crash), stderr has the substring.
-expect_error() {
-  local want=$1; shift
-  timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null
-  local status=$?
-  if [[ $status -eq 0 || $status -ge 128 ]]; then
-    echo "FAIL: '$*' exited with $status (want a clean error)"; failures=$((failures + 1)); return
-  fi
-  if ! grep -qF -- "$want" "$dir/err"; then
-    echo "FAIL: '$*' stderr lacks '$want':"; cat "$dir/err"; failures=$((failures + 1)); return
-  fi
-  passes=$((passes + 1))
-}
-
-expect_ok() {
-  local want=$1; shift
-  if ! timeout 300 "$bin" "$@" >"$dir/out" 2>"$dir/err" </dev/null; then
-    echo "FAIL: '$*' failed:"; cat "$dir/err"; failures=$((failures + 1)); return
-  fi
-  if ! grep -qF -- "$want" "$dir/out"; then
-    echo "FAIL: '$*' output lacks '$want':"; cat "$dir/out"; failures=$((failures + 1)); return
-  fi
-  passes=$((passes + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_testing.sh"
 
 small=(--data "$dict" --eval-every 20 --warmup 5 --batch 16 --d-model 32 --d-ff 64 --quiet)
 expect_ok "best held-out loss" train "${small[@]}" --steps 40 --layers 2 --out "$dir/run"
@@ -71,5 +43,4 @@ expect_error "garbage.safetensors" sample --checkpoint "$dir/garbage.safetensors
 expect_error "--count: '0' is not an integer in [1, 100000]" sample --count 0
 expect_error "A subcommand is required"
 
-echo "cli_test: $passes passed, $failures failed"
-[[ $failures -eq 0 ]]
+cli_summary

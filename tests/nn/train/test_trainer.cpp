@@ -112,14 +112,17 @@ struct Training {
   FitResult fit() { return trainer->fit(*task); }
 };
 
-void expect_same_tensors(const std::string& a, const std::string& b) {
-  const nn::SafetensorsFile x = nn::load_safetensors(a), y = nn::load_safetensors(b);
-  ASSERT_EQ(x.tensors.size(), y.tensors.size()) << a << " vs " << b;
-  for (size_t i = 0; i < x.tensors.size(); ++i) {
-    EXPECT_EQ(x.tensors[i].first, y.tensors[i].first);
-    EXPECT_TRUE(sg::testing::tensors_equal(x.tensors[i].second, y.tensors[i].second))
-        << x.tensors[i].first << " in " << a << " vs " << b;
+// The same names, in the same order, with the same bits.
+void expect_same(const nn::NamedTensors& a, const nn::NamedTensors& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first) << what;
+    EXPECT_TRUE(sg::testing::tensors_equal(a[i].second, b[i].second)) << a[i].first << ": " << what;
   }
+}
+
+void expect_same_tensors(const std::string& a, const std::string& b) {
+  expect_same(nn::load_safetensors(a).tensors, nn::load_safetensors(b).tensors, a + " vs " + b);
 }
 
 TEST(TrainLoop, TrainsEvaluatesAndKeepsTheBestByItsMetric) {
@@ -189,6 +192,12 @@ TEST(TrainLoop, ResumeContinuesBitForBit) {
 
   o.resume = false;
   EXPECT_SG_ERROR(Training(o).fit(), "pass --resume to continue it or --overwrite to start over");
+  // A resumed run keeps its precision.
+  o.resume = true, o.bf16 = true;
+  EXPECT_SG_ERROR(Training(o).fit(),
+                  "was trained in float32, and this run asks for bfloat16 autocast: a resumed run "
+                  "keeps its precision (drop --bf16, or train another run with another --out or "
+                  "--overwrite)");
 }
 
 TEST(TrainLoop, ADivergedRunStopsBeforeAnythingBrokenIsSaved) {
@@ -230,17 +239,10 @@ TEST(TrainLoop, TheMovingAverageIsEvaluatedAndSavedAndTrainingGoesOnFromItsOwnWe
   const nn::SafetensorsFile best = nn::load_safetensors(dir / "ema/model.safetensors");
   EXPECT_EQ(best.metadata.at("weights"), "ema");
   const nn::NamedTensors& average = run.trainer->ema()->averaged();
-  ASSERT_EQ(best.tensors.size(), average.size());
-  for (size_t i = 0; i < average.size(); ++i) {
-    EXPECT_TRUE(sg::testing::tensors_equal(best.tensors[i].second, average[i].second))
-        << average[i].first;
-  }
+  expect_same(best.tensors, average, "model.safetensors vs the moving average");
   // last.safetensors holds the trained weights, which are the model's, not the average.
-  const Checkpoint last = read_checkpoint(dir / "ema/last.safetensors");
   const nn::NamedTensors trained = run.model.state_dict();
-  for (size_t i = 0; i < trained.size(); ++i) {
-    EXPECT_TRUE(sg::testing::tensors_equal(last.model[i].second, trained[i].second));
-  }
+  expect_same(read_checkpoint(dir / "ema/last.safetensors").model, trained, "last vs the model");
   EXPECT_FALSE(sg::testing::tensors_equal(trained[0].second, average[0].second));
 }
 
@@ -260,17 +262,11 @@ TEST(TrainLoop, TheMeanOfTheLastCheckpointsIsEvaluatedAndSaved) {
   const nn::NamedTensors mean = average_checkpoints({dir / "avg/checkpoint-10.safetensors",
                                                      dir / "avg/checkpoint-15.safetensors",
                                                      dir / "avg/checkpoint-20.safetensors"});
-  ASSERT_EQ(mean.size(), averaged.tensors.size());
-  for (size_t i = 0; i < mean.size(); ++i) {
-    EXPECT_TRUE(sg::testing::tensors_equal(averaged.tensors[i].second, mean[i].second));
-  }
+  expect_same(averaged.tensors, mean, "averaged.safetensors vs the mean");
   // The model holds its trained weights again after the mean was evaluated.
-  const Checkpoint last = read_checkpoint(dir / "avg/last.safetensors");
-  const nn::SafetensorsFile step20 = nn::load_safetensors(dir / "avg/checkpoint-20.safetensors");
-  ASSERT_EQ(last.model.size(), step20.tensors.size());
-  for (size_t i = 0; i < last.model.size(); ++i) {
-    EXPECT_TRUE(sg::testing::tensors_equal(last.model[i].second, step20.tensors[i].second));
-  }
+  expect_same(read_checkpoint(dir / "avg/last.safetensors").model,
+              nn::load_safetensors(dir / "avg/checkpoint-20.safetensors").tensors,
+              "last vs checkpoint-20");
 }
 
 TEST(TrainLoop, BadOptionsAndAClashingTaskAreClearErrors) {
