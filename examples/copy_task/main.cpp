@@ -195,131 +195,193 @@ int run_decode(const std::string& checkpoint, std::vector<std::string> sequences
   return 0;
 }
 
+// The CPU kernels: the reference backend (the code the chapters show) or the fast one.
+void add_kernels_option(CLI::App* cmd, std::string& kernels) {
+  cmd->add_option("--kernels", kernels,
+                  "CPU kernels: reference | fast (default: SCRATCHGRAD_KERNELS, else fast)")
+      ->check(CLI::IsMember({"reference", "fast"}));
+}
+
+struct TrainArgs {
+  std::string preset = "tiny";
+  Overrides overrides;
+  TrainOptions options;
+  std::optional<int> threads;  // unset: SCRATCHGRAD_NUM_THREADS or every core, 2 BLAS threads
+  bool detect_anomaly = false;
+};
+
+CLI::App* add_train_command(CLI::App& app, TrainArgs& a, std::string& kernels) {
+  CLI::App* cmd = app.add_subcommand("train", "train a model (the default preset is tiny)");
+  TrainOptions& o = a.options;
+  cmd->add_option("--preset", a.preset, "tiny | annotated | medium")
+      ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
+  a.overrides.add_to(*cmd);
+  cmd->add_option("--out", o.out_dir, "directory for checkpoints and pictures");
+  cmd->add_flag("--resume", o.resume,
+                "continue from <out>/last.safetensors, with the same configuration (only "
+                "--steps, --eval-every, --eval-samples, --final-samples and "
+                "--checkpoint-every may change)");
+  cmd->add_flag("--overwrite", o.overwrite,
+                "replace the run already in <out> (without it, or --resume, it is refused)");
+  cmd->add_flag("--quiet", o.quiet, "no progress output");
+  cmd->add_option("--metrics-json", o.metrics_json, "write the final metrics here");
+  cmd->add_option("--log-jsonl", o.log_jsonl, "append one JSON line per evaluation");
+  cmd->add_option("--device", o.device,
+                  "cpu | cuda | cuda:N (with --distributed, cuda = one GPU per rank)");
+  cmd->add_flag("--bf16", o.bf16,
+                "mixed precision: the forward and the loss under bfloat16 autocast "
+                "(products in bfloat16, sums, weights and Adam in float32)");
+  cmd->add_flag("--cuda-graph", o.cuda_graph,
+                "on CUDA: capture the training step as one CUDA graph after the first step "
+                "and replay it (the same results; no launch cost per kernel)");
+  cmd->add_flag("--tf32", o.tf32,
+                "on CUDA: float32 products on TF32 tensor cores (faster, ~1e-3 less exact)");
+  cmd->add_option("--sync-every", o.sync_every,
+                  "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
+                  "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
+  cmd->add_option("--threads", a.threads,
+                  "CPU threads: the fast kernels' pool and the BLAS library's, at most one "
+                  "per core there (default: SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
+      ->check(CLI::Range(1, sg::cpu::kMaxThreads));
+  add_kernels_option(cmd, kernels);
+  cmd->add_flag("--distributed", o.distributed,
+                "data-parallel over the processes of `mpirun -np N` (--batch is the global "
+                "batch; rank 0 prints and writes)");
+  cmd->add_option("--bucket-mb", o.bucket_mb,
+                  "with --distributed: MiB of gradients per all-reduce bucket (default 25)");
+  cmd->add_flag("--zero1", o.zero1,
+                "with --distributed: ZeRO-1, each rank keeps only its 1/N shard of Adam's "
+                "state (the checkpoint still holds all of it)");
+  cmd->add_flag("--detect-anomaly", a.detect_anomaly,
+                "stop at the first op or gradient that is NaN or Inf, naming it and the line "
+                "that called it (slower; also SCRATCHGRAD_DETECT_ANOMALY=1)");
+  return cmd;
+}
+
+int start_training(TrainArgs& a) {
+  // Both pools: the fast kernels cut their work over their own threads (OpenBLAS then runs
+  // on one), the reference kernels leave products to OpenBLAS's. OpenBLAS gets at most one
+  // thread per core: its threads spin, and each takes a buffer of tens of MB (256 of them
+  // exhausted a 4 GiB address space, and OpenBLAS hung in its out-of-memory path).
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  sg::set_blas_threads(std::min(a.threads.value_or(2), cores));
+  // Resolved now, not on the pool's first use: a bad SCRATCHGRAD_NUM_THREADS is an error
+  // on the reference kernels too, which never start the pool.
+  sg::cpu::set_num_threads(a.threads ? *a.threads : sg::cpu::default_num_threads());
+  if (a.detect_anomaly) sg::set_detect_anomaly(true);
+  Config config = Config::preset_named(a.preset);
+  a.overrides.apply(config);
+  config.validate();
+  a.options.validate();
+  return run_train(config, a.options);
+}
+
+struct CompareArgs {
+  std::string reference, candidate;
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "compare two captures (safetensors files of the same names) in execution order");
+  cmd->add_option("reference", a.reference, "the reference capture (e.g. PyTorch's)")->required();
+  cmd->add_option("candidate", a.candidate, "the capture to check against it")->required();
+  cmd->add_option("--atol", a.atol, "absolute tolerance (default 1e-5)")->check(real_in(0, 1e6));
+  cmd->add_option("--rtol", a.rtol, "relative tolerance (default 1e-4)")->check(real_in(0, 1e6));
+  return cmd;
+}
+
+struct CaptureArgs {
+  CaptureOptions capture;
+  bool init = false;
+  std::string preset = "tiny";
+  Overrides overrides;
+};
+
+CLI::App* add_capture_command(CLI::App& app, CaptureArgs& a) {
+  CLI::App* cmd = app.add_subcommand(
+      "capture", "record one training step's module outputs and gradients (for compare)");
+  cmd->add_option("--checkpoint", a.capture.checkpoint, "the model (model.safetensors)")
+      ->required();
+  cmd->add_flag("--init", a.init,
+                "first write the untrained model of --preset and the flags below (seeded "
+                "with --seed, as train starts) to --checkpoint, a new file");
+  cmd->add_option("--preset", a.preset, "with --init: tiny | annotated | medium")
+      ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
+  a.overrides.add_to(*cmd);
+  cmd->add_option("--out", a.capture.out, "the capture (safetensors)")->required();
+  cmd->add_option("--batch-out", a.capture.batch_out,
+                  "write the batch here (src, tgt), for scripts/capture_torch_step.py");
+  cmd->add_option("--batch-size", a.capture.batch, "sequences in the batch (default 8)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--data-seed", a.capture.seed, "seed of the batch's sequences (default 1)");
+  return cmd;
+}
+
+// What eval and decode read: a trained model, and how to run it.
+struct ModelArgs {
+  std::string checkpoint;
+  int64_t samples = 1000, beam = 1;
+  uint64_t eval_seed = 12345;
+  std::string eval_metrics;
+  std::vector<std::string> sequences;
+  bool no_cache = false, print_logits = false;
+};
+
+std::pair<CLI::App*, CLI::App*> add_eval_and_decode(CLI::App& app, ModelArgs& a,
+                                                    std::string& kernels) {
+  CLI::App* eval = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
+  eval->add_option("--checkpoint", a.checkpoint, "model.safetensors written by train")->required();
+  eval->add_option("--samples", a.samples, "sequences to decode")->check(CLI::Range(1, 10000000));
+  eval->add_option("--seed", a.eval_seed, "seed of the fresh sequences");
+  eval->add_option("--metrics-json", a.eval_metrics, "write the metrics here");
+  add_kernels_option(eval, kernels);
+  CLI::App* decode =
+      app.add_subcommand("decode", "decode sequences given as arguments or on stdin");
+  decode->add_option("--checkpoint", a.checkpoint, "model.safetensors written by train")
+      ->required();
+  decode->add_option("sequences", a.sequences,
+                     "token ids, e.g. \"1 4 2 9\" (start symbol optional)");
+  decode->add_flag("--no-cache", a.no_cache, "recompute the whole prefix at every step");
+  decode->add_flag("--print-logits,--scores", a.print_logits,
+                   "after each sequence, every step's chosen token, its log-probability and "
+                   "the log-probabilities of the whole vocabulary");
+  decode->add_option("--beam", a.beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
+  add_kernels_option(decode, kernels);
+  return {eval, decode};
+}
+
+// An error in training: with --distributed, every rank ends, and one message is printed.
+int report_training_error(const std::exception& e) {
+  if (failed_alike_on_every_rank(e)) {
+    // Every rank threw the same error: none waits for another, so each ends normally and
+    // rank 0 alone reports it.
+    if (distributed_rank() == 0) fmt::print(stderr, "copy_task: error: {}\n", e.what());
+    return 1;
+  }
+  if (distributed_world_size() > 1) {
+    // The other ranks would wait for this one in their next collective: end the whole job.
+    fmt::print(stderr, "copy_task: error on rank {}: {}\n", distributed_rank(), e.what());
+    abort_distributed_job(1);
+  }
+  fmt::print(stderr, "copy_task: error: {}\n", e.what());
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a seq2seq Transformer on the copy task and decode with it (scratchgrad)"};
   app.require_subcommand(1);
-
-  CLI::App* train_cmd = app.add_subcommand("train", "train a model (the default preset is tiny)");
-  std::string preset = "tiny";
-  Overrides overrides;
-  TrainOptions options;
-  std::optional<int> threads;  // unset: SCRATCHGRAD_NUM_THREADS or every core, 2 BLAS threads
-  std::string kernels;         // empty: SCRATCHGRAD_KERNELS, else fast
-  train_cmd->add_option("--preset", preset, "tiny | annotated | medium")
-      ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
-  overrides.add_to(*train_cmd);
-  train_cmd->add_option("--out", options.out_dir, "directory for checkpoints and pictures");
-  train_cmd->add_flag("--resume", options.resume,
-                      "continue from <out>/last.safetensors, with the same configuration (only "
-                      "--steps, --eval-every, --eval-samples, --final-samples and "
-                      "--checkpoint-every may change)");
-  train_cmd->add_flag("--overwrite", options.overwrite,
-                      "replace the run already in <out> (without it, or --resume, it is refused)");
-  train_cmd->add_flag("--quiet", options.quiet, "no progress output");
-  train_cmd->add_option("--metrics-json", options.metrics_json, "write the final metrics here");
-  train_cmd->add_option("--log-jsonl", options.log_jsonl, "append one JSON line per evaluation");
-  train_cmd->add_option("--device", options.device,
-                        "cpu | cuda | cuda:N (with --distributed, cuda = one GPU per rank)");
-  train_cmd->add_flag("--bf16", options.bf16,
-                      "mixed precision: the forward and the loss under bfloat16 autocast "
-                      "(products in bfloat16, sums, weights and Adam in float32)");
-  train_cmd->add_flag("--cuda-graph", options.cuda_graph,
-                      "on CUDA: capture the training step as one CUDA graph after the first step "
-                      "and replay it (the same results; no launch cost per kernel)");
-  train_cmd->add_flag("--tf32", options.tf32,
-                      "on CUDA: float32 products on TF32 tensor cores (faster, ~1e-3 less exact)");
-  train_cmd->add_option("--sync-every", options.sync_every,
-                        "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
-                        "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
-  train_cmd
-      ->add_option("--threads", threads,
-                   "CPU threads: the fast kernels' pool and the BLAS library's, at most one "
-                   "per core there (default: SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
-      ->check(CLI::Range(1, sg::cpu::kMaxThreads));
-  // The CPU kernels: the reference backend (the code the chapters show) or the fast one.
-  const auto add_kernels_option = [&](CLI::App* cmd) {
-    cmd->add_option("--kernels", kernels,
-                    "CPU kernels: reference | fast (default: SCRATCHGRAD_KERNELS, else fast)")
-        ->check(CLI::IsMember({"reference", "fast"}));
-  };
-  add_kernels_option(train_cmd);
-  train_cmd->add_flag("--distributed", options.distributed,
-                      "data-parallel over the processes of `mpirun -np N` (--batch is the global "
-                      "batch; rank 0 prints and writes)");
-  train_cmd->add_option("--bucket-mb", options.bucket_mb,
-                        "with --distributed: MiB of gradients per all-reduce bucket (default 25)");
-  train_cmd->add_flag("--zero1", options.zero1,
-                      "with --distributed: ZeRO-1, each rank keeps only its 1/N shard of Adam's "
-                      "state (the checkpoint still holds all of it)");
-  bool detect_anomaly = false;
-  train_cmd->add_flag("--detect-anomaly", detect_anomaly,
-                      "stop at the first op or gradient that is NaN or Inf, naming it and the line "
-                      "that called it (slower; also SCRATCHGRAD_DETECT_ANOMALY=1)");
-
-  CLI::App* compare_cmd = app.add_subcommand(
-      "compare", "compare two captures (safetensors files of the same names) in execution order");
-  std::string reference, candidate;
-  double atol = 1e-5, rtol = 1e-4;
-  compare_cmd->add_option("reference", reference, "the reference capture (e.g. PyTorch's)")
-      ->required();
-  compare_cmd->add_option("candidate", candidate, "the capture to check against it")->required();
-  compare_cmd->add_option("--atol", atol, "absolute tolerance (default 1e-5)")
-      ->check(real_in(0, 1e6));
-  compare_cmd->add_option("--rtol", rtol, "relative tolerance (default 1e-4)")
-      ->check(real_in(0, 1e6));
-
-  CLI::App* capture_cmd = app.add_subcommand(
-      "capture", "record one training step's module outputs and gradients (for compare)");
-  CaptureOptions capture;
-  bool init = false;
-  std::string capture_preset = "tiny";
-  Overrides capture_overrides;
-  capture_cmd->add_option("--checkpoint", capture.checkpoint, "the model (model.safetensors)")
-      ->required();
-  capture_cmd->add_flag("--init", init,
-                        "first write the untrained model of --preset and the flags below (seeded "
-                        "with --seed, as train starts) to --checkpoint, a new file");
-  capture_cmd->add_option("--preset", capture_preset, "with --init: tiny | annotated | medium")
-      ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
-  capture_overrides.add_to(*capture_cmd);
-  capture_cmd->add_option("--out", capture.out, "the capture (safetensors)")->required();
-  capture_cmd->add_option("--batch-out", capture.batch_out,
-                          "write the batch here (src, tgt), for scripts/capture_torch_step.py");
-  capture_cmd->add_option("--batch-size", capture.batch, "sequences in the batch (default 8)")
-      ->check(CLI::Range(1, 4096));
-  capture_cmd->add_option("--data-seed", capture.seed, "seed of the batch's sequences (default 1)");
-
-  CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
-  std::string checkpoint;
-  int64_t samples = 1000;
-  uint64_t eval_seed = 12345;
-  std::string eval_metrics;
-  eval_cmd->add_option("--checkpoint", checkpoint, "model.safetensors written by train")
-      ->required();
-  eval_cmd->add_option("--samples", samples, "sequences to decode")->check(CLI::Range(1, 10000000));
-  eval_cmd->add_option("--seed", eval_seed, "seed of the fresh sequences");
-  eval_cmd->add_option("--metrics-json", eval_metrics, "write the metrics here");
-  add_kernels_option(eval_cmd);
-
-  CLI::App* decode_cmd =
-      app.add_subcommand("decode", "decode sequences given as arguments or on stdin");
-  std::vector<std::string> sequences;
-  bool no_cache = false;
-  int64_t beam = 1;
-  decode_cmd->add_option("--checkpoint", checkpoint, "model.safetensors written by train")
-      ->required();
-  decode_cmd->add_option("sequences", sequences,
-                         "token ids, e.g. \"1 4 2 9\" (start symbol optional)");
-  decode_cmd->add_flag("--no-cache", no_cache, "recompute the whole prefix at every step");
-  bool print_logits = false;
-  decode_cmd->add_flag("--print-logits,--scores", print_logits,
-                       "after each sequence, every step's chosen token, its log-probability and "
-                       "the log-probabilities of the whole vocabulary");
-  decode_cmd->add_option("--beam", beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
-  add_kernels_option(decode_cmd);
-
+  std::string kernels;  // empty: SCRATCHGRAD_KERNELS, else fast
+  TrainArgs train;
+  CLI::App* train_cmd = add_train_command(app, train, kernels);
+  CompareArgs compare;
+  CLI::App* compare_cmd = add_compare_command(app, compare);
+  CaptureArgs capture;
+  CLI::App* capture_cmd = add_capture_command(app, capture);
+  ModelArgs m;
+  const auto [eval_cmd, decode_cmd] = add_eval_and_decode(app, m, kernels);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -328,53 +390,29 @@ int main(int argc, char** argv) {
   try {
     // A bad SCRATCHGRAD_KERNELS is reported here, like any other bad option.
     sg::set_cpu_kernels(kernels.empty() ? sg::cpu_kernels() : sg::parse_cpu_kernels(kernels));
-    if (*train_cmd) {
-      // Both pools: the fast kernels cut their work over their own threads (OpenBLAS then runs
-      // on one), the reference kernels leave products to OpenBLAS's. OpenBLAS gets at most one
-      // thread per core: its threads spin, and each takes a buffer of tens of MB (256 of them
-      // exhausted a 4 GiB address space, and OpenBLAS hung in its out-of-memory path).
-      const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-      sg::set_blas_threads(std::min(threads.value_or(2), cores));
-      // Resolved now, not on the pool's first use: a bad SCRATCHGRAD_NUM_THREADS is an error
-      // on the reference kernels too, which never start the pool.
-      sg::cpu::set_num_threads(threads ? *threads : sg::cpu::default_num_threads());
-      if (detect_anomaly) sg::set_detect_anomaly(true);
-      Config config = Config::preset_named(preset);
-      overrides.apply(config);
-      config.validate();
-      options.validate();
-      return run_train(config, options);
-    }
-    if (*eval_cmd) return run_eval(checkpoint, samples, eval_seed, eval_metrics);
+    if (*train_cmd) return start_training(train);
+    if (*eval_cmd) return run_eval(m.checkpoint, m.samples, m.eval_seed, m.eval_metrics);
     if (*capture_cmd) {
-      if (init) {
-        Config config = Config::preset_named(capture_preset);
-        capture_overrides.apply(config);
-        save_initial_checkpoint(capture.checkpoint, config);
+      if (capture.init) {
+        Config config = Config::preset_named(capture.preset);
+        capture.overrides.apply(config);
+        save_initial_checkpoint(capture.capture.checkpoint, config);
       }
-      fmt::print("{}\n", capture_step(capture));
+      fmt::print("{}\n", capture_step(capture.capture));
       return 0;
     }
     if (*compare_cmd) {
       // Exit status 1 when they diverge, so that scripts can test it.
       const sg::nn::CaptureComparison report = sg::nn::compare_captures(
-          sg::nn::load_safetensors(reference), sg::nn::load_safetensors(candidate), atol, rtol);
+          sg::nn::load_safetensors(compare.reference), sg::nn::load_safetensors(compare.candidate),
+          compare.atol, compare.rtol);
       fmt::print("{}", report.str());
       return report.first_divergent ? 1 : 0;
     }
-    if (*decode_cmd) return run_decode(checkpoint, sequences, no_cache, beam, print_logits);
+    if (*decode_cmd)
+      return run_decode(m.checkpoint, m.sequences, m.no_cache, m.beam, m.print_logits);
   } catch (const std::exception& e) {
-    if (*train_cmd && options.distributed && failed_alike_on_every_rank(e)) {
-      // Every rank threw the same error: none waits for another, so each ends normally and
-      // rank 0 alone reports it.
-      if (distributed_rank() == 0) fmt::print(stderr, "copy_task: error: {}\n", e.what());
-      return 1;
-    }
-    if (*train_cmd && options.distributed && distributed_world_size() > 1) {
-      // The other ranks would wait for this one in their next collective: end the whole job.
-      fmt::print(stderr, "copy_task: error on rank {}: {}\n", distributed_rank(), e.what());
-      abort_distributed_job(1);
-    }
+    if (*train_cmd && train.options.distributed) return report_training_error(e);
     fmt::print(stderr, "copy_task: error: {}\n", e.what());
     return 1;
   }

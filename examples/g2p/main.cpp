@@ -201,97 +201,122 @@ int run_average(std::vector<std::string> paths, const std::string& run_dir, int6
   return 0;
 }
 
+struct TrainArgs {
+  Config config;
+  TrainOptions options;
+  std::string metrics;
+};
+
+CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
+  a.config.data = default_data_path();
+  auto* cmd = app.add_subcommand("train", "train a model on the dictionary's train split");
+  cmd->add_option("--data", a.config.data, "cmudict.dict (scripts/get_cmudict.sh)");
+  cmd->add_option("--out", a.options.out_dir, "run directory");
+  sg::train::add_options(*cmd, a.config.schema());
+  cmd->add_option("--stop-after", a.options.stop_after,
+                  "stop at this step (resume later with --resume)")
+      ->check(integer_in(0, Config::kMaxSteps));
+  cmd->add_flag("--resume", a.options.resume,
+                "continue the run in --out, with the same configuration (only --steps, "
+                "--eval-every, --dev-words, --checkpoint-every, --average-last and "
+                "--train-words may change)");
+  cmd->add_flag("--overwrite", a.options.overwrite, "replace the run in --out");
+  cmd->add_flag("--bf16", a.options.bf16,
+                "mixed precision: the forward and the loss under bfloat16 autocast "
+                "(products in bfloat16, sums, weights and Adam in float32)");
+  cmd->add_flag("--quiet", a.options.quiet, "no progress output");
+  cmd->add_option("--metrics-json", a.metrics, "write the final metrics here");
+  return cmd;
+}
+
+// What eval, pronounce and tune read: a model, and how to decode with it.
+struct DecodeArgs {
+  std::string checkpoint = "runs/g2p/model.safetensors", data = default_data_path();
+  std::string split = "test", attention;
+  int64_t beam = 5, limit = 0, errors = 10, pronounce_beam = 5, tune_limit = 0;
+  double length_penalty = 1.0;
+  std::vector<std::string> words;
+  std::vector<int64_t> beams = {1, 3, 5, 8};
+  std::vector<double> penalties = {0.6, 0.8, 1.0, 1.2, 1.5};
+};
+
+struct DecodeCommands {
+  CLI::App *eval, *pronounce, *tune;
+};
+
+DecodeCommands add_decode_commands(CLI::App& app, DecodeArgs& a) {
+  DecodeCommands c{};
+  c.eval = app.add_subcommand("eval", "WER and PER on the test (or dev) split");
+  c.eval->add_option("--checkpoint", a.checkpoint, "model.safetensors of a run");
+  c.eval->add_option("--data", a.data, "cmudict.dict");
+  c.eval->add_option("--beam", a.beam, "beam size (1 = greedy only)")->check(CLI::Range(1, 64));
+  c.eval
+      ->add_option("--length-penalty", a.length_penalty,
+                   "beam search ranks log P / length^this (0: by probability; 1: per phoneme)")
+      ->check(real_in(0, 100));
+  c.eval->add_option("--limit", a.limit, "only the first N words (0 = all)")
+      ->check(integer_in(0, Config::kMaxSteps));
+  c.eval->add_option("--split", a.split, "test | dev")->check(CLI::IsMember({"test", "dev"}));
+  c.eval->add_option("--errors", a.errors, "mistakes to print")
+      ->check(integer_in(0, Config::kMaxSteps));
+
+  c.pronounce = app.add_subcommand("pronounce", "pronounce words (arguments or stdin)");
+  c.pronounce->add_option("--checkpoint", a.checkpoint, "model.safetensors of a run");
+  c.pronounce->add_option("--beam", a.pronounce_beam, "beam size (1 = greedy)")
+      ->check(CLI::Range(1, 64));
+  c.pronounce->add_option("--length-penalty", a.length_penalty, "as for eval")
+      ->check(real_in(0, 100));
+  c.pronounce->add_option("--attention", a.attention,
+                          "write the first word's attention heatmap (SVG) here");
+  c.pronounce->add_option("words", a.words, "words (default: one or more per line on stdin)");
+
+  c.tune = app.add_subcommand(
+      "tune", "dev WER of every --beams with every --length-penalties (dev only: tune there)");
+  c.tune->add_option("--checkpoint", a.checkpoint, "model.safetensors of a run");
+  c.tune->add_option("--data", a.data, "cmudict.dict");
+  c.tune->add_option("--beams", a.beams, "beam sizes, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
+  c.tune->add_option("--length-penalties", a.penalties, "length penalties, comma-separated")
+      ->delimiter(',')
+      ->check(real_in(0, 100));
+  c.tune->add_option("--limit", a.tune_limit, "only the first N dev words (0 = all)")
+      ->check(integer_in(0, Config::kMaxSteps));
+  return c;
+}
+
+struct AverageArgs {
+  std::vector<std::string> paths;
+  std::string run_dir, out;
+  int64_t last = 5;
+  bool overwrite = false;
+};
+
+CLI::App* add_average_command(CLI::App& app, AverageArgs& a) {
+  auto* cmd =
+      app.add_subcommand("average", "the mean of several checkpoints' weights, as one model");
+  cmd->add_option("checkpoints", a.paths, "checkpoints of one model, newest last");
+  auto* run_option =
+      cmd->add_option("--run", a.run_dir, "or: a run directory, for its step checkpoints");
+  cmd->add_option("--last", a.last, "with --run: the newest this many")
+      ->check(integer_in(1, Config::kMaxAverageLast))
+      ->needs(run_option);
+  cmd->add_option("--out", a.out, "the averaged model (a g2p checkpoint)")->required();
+  cmd->add_flag("--overwrite", a.overwrite, "replace --out if it exists");
+  return cmd;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"g2p: a Transformer that pronounces English words (CMU dictionary)"};
   app.require_subcommand(1);
-
-  Config config;
-  config.data = default_data_path();
-  TrainOptions options;
-  std::string metrics;
-  auto* train_cmd = app.add_subcommand("train", "train a model on the dictionary's train split");
-  train_cmd->add_option("--data", config.data, "cmudict.dict (scripts/get_cmudict.sh)");
-  train_cmd->add_option("--out", options.out_dir, "run directory");
-  sg::train::add_options(*train_cmd, config.schema());
-  train_cmd
-      ->add_option("--stop-after", options.stop_after,
-                   "stop at this step (resume later with --resume)")
-      ->check(integer_in(0, Config::kMaxSteps));
-  train_cmd->add_flag("--resume", options.resume,
-                      "continue the run in --out, with the same configuration (only --steps, "
-                      "--eval-every, --dev-words, --checkpoint-every, --average-last and "
-                      "--train-words may change)");
-  train_cmd->add_flag("--overwrite", options.overwrite, "replace the run in --out");
-  train_cmd->add_flag("--bf16", options.bf16,
-                      "mixed precision: the forward and the loss under bfloat16 autocast "
-                      "(products in bfloat16, sums, weights and Adam in float32)");
-  train_cmd->add_flag("--quiet", options.quiet, "no progress output");
-  train_cmd->add_option("--metrics-json", metrics, "write the final metrics here");
-
-  std::string checkpoint = "runs/g2p/model.safetensors", data = default_data_path(), split = "test";
-  int64_t beam = 5, limit = 0, errors = 10;
-  double length_penalty = 1.0;
-  auto* eval_cmd = app.add_subcommand("eval", "WER and PER on the test (or dev) split");
-  eval_cmd->add_option("--checkpoint", checkpoint, "model.safetensors of a run");
-  eval_cmd->add_option("--data", data, "cmudict.dict");
-  eval_cmd->add_option("--beam", beam, "beam size (1 = greedy only)")->check(CLI::Range(1, 64));
-  eval_cmd
-      ->add_option("--length-penalty", length_penalty,
-                   "beam search ranks log P / length^this (0: by probability; 1: per phoneme)")
-      ->check(real_in(0, 100));
-  eval_cmd->add_option("--limit", limit, "only the first N words (0 = all)")
-      ->check(integer_in(0, Config::kMaxSteps));
-  eval_cmd->add_option("--split", split, "test | dev")->check(CLI::IsMember({"test", "dev"}));
-  eval_cmd->add_option("--errors", errors, "mistakes to print")
-      ->check(integer_in(0, Config::kMaxSteps));
-
-  std::vector<std::string> words;
-  std::string attention;
-  int64_t pronounce_beam = 5;
-  auto* pronounce_cmd = app.add_subcommand("pronounce", "pronounce words (arguments or stdin)");
-  pronounce_cmd->add_option("--checkpoint", checkpoint, "model.safetensors of a run");
-  pronounce_cmd->add_option("--beam", pronounce_beam, "beam size (1 = greedy)")
-      ->check(CLI::Range(1, 64));
-  pronounce_cmd->add_option("--length-penalty", length_penalty, "as for eval")
-      ->check(real_in(0, 100));
-  pronounce_cmd->add_option("--attention", attention,
-                            "write the first word's attention heatmap (SVG) here");
-  pronounce_cmd->add_option("words", words, "words (default: one or more per line on stdin)");
-
-  std::vector<int64_t> beams = {1, 3, 5, 8};
-  std::vector<double> penalties = {0.6, 0.8, 1.0, 1.2, 1.5};
-  int64_t tune_limit = 0;
-  auto* tune_cmd = app.add_subcommand(
-      "tune", "dev WER of every --beams with every --length-penalties (dev only: tune there)");
-  tune_cmd->add_option("--checkpoint", checkpoint, "model.safetensors of a run");
-  tune_cmd->add_option("--data", data, "cmudict.dict");
-  tune_cmd->add_option("--beams", beams, "beam sizes, comma-separated")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 64));
-  tune_cmd->add_option("--length-penalties", penalties, "length penalties, comma-separated")
-      ->delimiter(',')
-      ->check(real_in(0, 100));
-  tune_cmd->add_option("--limit", tune_limit, "only the first N dev words (0 = all)")
-      ->check(integer_in(0, Config::kMaxSteps));
-
-  std::vector<std::string> averaged_paths;
-  std::string run_dir, averaged_out;
-  int64_t average_last = 5;
-  auto* average_cmd =
-      app.add_subcommand("average", "the mean of several checkpoints' weights, as one model");
-  average_cmd->add_option("checkpoints", averaged_paths, "checkpoints of one model, newest last");
-  auto* run_option =
-      average_cmd->add_option("--run", run_dir, "or: a run directory, for its step checkpoints");
-  average_cmd->add_option("--last", average_last, "with --run: the newest this many")
-      ->check(integer_in(1, Config::kMaxAverageLast))
-      ->needs(run_option);
-  average_cmd->add_option("--out", averaged_out, "the averaged model (a g2p checkpoint)")
-      ->required();
-  bool average_overwrite = false;
-  average_cmd->add_flag("--overwrite", average_overwrite, "replace --out if it exists");
-
+  TrainArgs train;
+  auto* train_cmd = add_train_command(app, train);
+  DecodeArgs d;
+  const DecodeCommands decode = add_decode_commands(app, d);
+  AverageArgs average;
+  auto* average_cmd = add_average_command(app, average);
   SplitArgs split_args;
   auto* split_cmd = add_split_command(app, split_args, default_data_path());
   ScoreArgs score_args;
@@ -299,13 +324,15 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*train_cmd) return run_train(config, options, metrics);
-    if (*eval_cmd) return run_eval(checkpoint, data, beam, length_penalty, limit, split, errors);
-    if (*pronounce_cmd)
-      return run_pronounce(checkpoint, words, pronounce_beam, length_penalty, attention);
-    if (*tune_cmd) return run_tune(checkpoint, data, beams, penalties, tune_limit);
+    if (*train_cmd) return run_train(train.config, train.options, train.metrics);
+    if (*decode.eval)
+      return run_eval(d.checkpoint, d.data, d.beam, d.length_penalty, d.limit, d.split, d.errors);
+    if (*decode.pronounce)
+      return run_pronounce(d.checkpoint, d.words, d.pronounce_beam, d.length_penalty, d.attention);
+    if (*decode.tune) return run_tune(d.checkpoint, d.data, d.beams, d.penalties, d.tune_limit);
     if (*average_cmd)
-      return run_average(averaged_paths, run_dir, average_last, averaged_out, average_overwrite);
+      return run_average(average.paths, average.run_dir, average.last, average.out,
+                         average.overwrite);
     if (*split_cmd) return run_split(split_args);
     if (*score_cmd) return run_score(score_args);
   } catch (const std::exception& e) {
