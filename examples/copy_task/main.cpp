@@ -25,17 +25,14 @@
 #include "autograd/anomaly.h"
 #include "autograd/backend/cpu_fast/parallel.h"
 #include "capture_step.h"
+#include "command_line.h"
 #include "decoding.h"
 #include "distributed_training.h"
 #include "nn/capture_compare.h"
-#include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
-#include "preset_overrides.h"
 #include "trainer.h"
 
 using namespace copy_task;
-using sg::train::integer_in;
-using sg::train::real_in;
 
 namespace {
 
@@ -195,69 +192,6 @@ int run_decode(const std::string& checkpoint, std::vector<std::string> sequences
   return 0;
 }
 
-// The CPU kernels: the reference backend (the code the chapters show) or the fast one.
-void add_kernels_option(CLI::App* cmd, std::string& kernels) {
-  cmd->add_option("--kernels", kernels,
-                  "CPU kernels: reference | fast (default: SCRATCHGRAD_KERNELS, else fast)")
-      ->check(CLI::IsMember({"reference", "fast"}));
-}
-
-struct TrainArgs {
-  std::string preset = "tiny";
-  Overrides overrides;
-  TrainOptions options;
-  std::optional<int> threads;  // unset: SCRATCHGRAD_NUM_THREADS or every core, 2 BLAS threads
-  bool detect_anomaly = false;
-};
-
-CLI::App* add_train_command(CLI::App& app, TrainArgs& a, std::string& kernels) {
-  CLI::App* cmd = app.add_subcommand("train", "train a model (the default preset is tiny)");
-  TrainOptions& o = a.options;
-  cmd->add_option("--preset", a.preset, "tiny | annotated | medium")
-      ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
-  a.overrides.add_to(*cmd);
-  cmd->add_option("--out", o.out_dir, "directory for checkpoints and pictures");
-  cmd->add_flag("--resume", o.resume,
-                "continue from <out>/last.safetensors, with the same configuration (only "
-                "--steps, --eval-every, --eval-samples, --final-samples and "
-                "--checkpoint-every may change)");
-  cmd->add_flag("--overwrite", o.overwrite,
-                "replace the run already in <out> (without it, or --resume, it is refused)");
-  cmd->add_flag("--quiet", o.quiet, "no progress output");
-  cmd->add_option("--metrics-json", o.metrics_json, "write the final metrics here");
-  cmd->add_option("--log-jsonl", o.log_jsonl, "append one JSON line per evaluation");
-  cmd->add_option("--device", o.device,
-                  "cpu | cuda | cuda:N (with --distributed, cuda = one GPU per rank)");
-  cmd->add_flag("--bf16", o.bf16,
-                "mixed precision: the forward and the loss under bfloat16 autocast "
-                "(products in bfloat16, sums, weights and Adam in float32)");
-  cmd->add_flag("--cuda-graph", o.cuda_graph,
-                "on CUDA: capture the training step as one CUDA graph after the first step "
-                "and replay it (the same results; no launch cost per kernel)");
-  cmd->add_flag("--tf32", o.tf32,
-                "on CUDA: float32 products on TF32 tensor cores (faster, ~1e-3 less exact)");
-  cmd->add_option("--sync-every", o.sync_every,
-                  "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
-                  "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
-  cmd->add_option("--threads", a.threads,
-                  "CPU threads: the fast kernels' pool and the BLAS library's, at most one "
-                  "per core there (default: SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
-      ->check(CLI::Range(1, sg::cpu::kMaxThreads));
-  add_kernels_option(cmd, kernels);
-  cmd->add_flag("--distributed", o.distributed,
-                "data-parallel over the processes of `mpirun -np N` (--batch is the global "
-                "batch; rank 0 prints and writes)");
-  cmd->add_option("--bucket-mb", o.bucket_mb,
-                  "with --distributed: MiB of gradients per all-reduce bucket (default 25)");
-  cmd->add_flag("--zero1", o.zero1,
-                "with --distributed: ZeRO-1, each rank keeps only its 1/N shard of Adam's "
-                "state (the checkpoint still holds all of it)");
-  cmd->add_flag("--detect-anomaly", a.detect_anomaly,
-                "stop at the first op or gradient that is NaN or Inf, naming it and the line "
-                "that called it (slower; also SCRATCHGRAD_DETECT_ANOMALY=1)");
-  return cmd;
-}
-
 int start_training(TrainArgs& a) {
   // Both pools: the fast kernels cut their work over their own threads (OpenBLAS then runs
   // on one), the reference kernels leave products to OpenBLAS's. OpenBLAS gets at most one
@@ -274,81 +208,6 @@ int start_training(TrainArgs& a) {
   config.validate();
   a.options.validate();
   return run_train(config, a.options);
-}
-
-struct CompareArgs {
-  std::string reference, candidate;
-  double atol = 1e-5, rtol = 1e-4;
-};
-
-CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
-  CLI::App* cmd = app.add_subcommand(
-      "compare", "compare two captures (safetensors files of the same names) in execution order");
-  cmd->add_option("reference", a.reference, "the reference capture (e.g. PyTorch's)")->required();
-  cmd->add_option("candidate", a.candidate, "the capture to check against it")->required();
-  cmd->add_option("--atol", a.atol, "absolute tolerance (default 1e-5)")->check(real_in(0, 1e6));
-  cmd->add_option("--rtol", a.rtol, "relative tolerance (default 1e-4)")->check(real_in(0, 1e6));
-  return cmd;
-}
-
-struct CaptureArgs {
-  CaptureOptions capture;
-  bool init = false;
-  std::string preset = "tiny";
-  Overrides overrides;
-};
-
-CLI::App* add_capture_command(CLI::App& app, CaptureArgs& a) {
-  CLI::App* cmd = app.add_subcommand(
-      "capture", "record one training step's module outputs and gradients (for compare)");
-  cmd->add_option("--checkpoint", a.capture.checkpoint, "the model (model.safetensors)")
-      ->required();
-  cmd->add_flag("--init", a.init,
-                "first write the untrained model of --preset and the flags below (seeded "
-                "with --seed, as train starts) to --checkpoint, a new file");
-  cmd->add_option("--preset", a.preset, "with --init: tiny | annotated | medium")
-      ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
-  a.overrides.add_to(*cmd);
-  cmd->add_option("--out", a.capture.out, "the capture (safetensors)")->required();
-  cmd->add_option("--batch-out", a.capture.batch_out,
-                  "write the batch here (src, tgt), for scripts/capture_torch_step.py");
-  cmd->add_option("--batch-size", a.capture.batch, "sequences in the batch (default 8)")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--data-seed", a.capture.seed, "seed of the batch's sequences (default 1)");
-  return cmd;
-}
-
-// What eval and decode read: a trained model, and how to run it.
-struct ModelArgs {
-  std::string checkpoint;
-  int64_t samples = 1000, beam = 1;
-  uint64_t eval_seed = 12345;
-  std::string eval_metrics;
-  std::vector<std::string> sequences;
-  bool no_cache = false, print_logits = false;
-};
-
-std::pair<CLI::App*, CLI::App*> add_eval_and_decode(CLI::App& app, ModelArgs& a,
-                                                    std::string& kernels) {
-  CLI::App* eval = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
-  eval->add_option("--checkpoint", a.checkpoint, "model.safetensors written by train")->required();
-  eval->add_option("--samples", a.samples, "sequences to decode")->check(CLI::Range(1, 10000000));
-  eval->add_option("--seed", a.eval_seed, "seed of the fresh sequences");
-  eval->add_option("--metrics-json", a.eval_metrics, "write the metrics here");
-  add_kernels_option(eval, kernels);
-  CLI::App* decode =
-      app.add_subcommand("decode", "decode sequences given as arguments or on stdin");
-  decode->add_option("--checkpoint", a.checkpoint, "model.safetensors written by train")
-      ->required();
-  decode->add_option("sequences", a.sequences,
-                     "token ids, e.g. \"1 4 2 9\" (start symbol optional)");
-  decode->add_flag("--no-cache", a.no_cache, "recompute the whole prefix at every step");
-  decode->add_flag("--print-logits,--scores", a.print_logits,
-                   "after each sequence, every step's chosen token, its log-probability and "
-                   "the log-probabilities of the whole vocabulary");
-  decode->add_option("--beam", a.beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
-  add_kernels_option(decode, kernels);
-  return {eval, decode};
 }
 
 // An error in training: with --distributed, every rank ends, and one message is printed.

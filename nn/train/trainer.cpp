@@ -19,6 +19,7 @@
 #include "nn/train/mixed_precision.h"
 #include "nn/train/progress.h"
 #include "nn/train/run_directory.h"
+#include "nn/train/saved_run_state.h"
 
 namespace sg::train {
 
@@ -28,27 +29,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Metrics as checkpoint metadata: a JSON object of numbers (a non-finite one as null).
-std::string metrics_to_json(const Metrics& metrics) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [name, value] : metrics) {
-    j[name] = std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
-  }
-  return j.dump();
-}
-
-Metrics metrics_from_json(const MetadataReader& md, const std::string& key) {
-  const nlohmann::json j = md.json(key, 1);
-  SG_CHECK(j.is_object(), "{}: checkpoint metadata '{}' is not a JSON object", md.source(), key);
-  Metrics metrics;
-  for (const auto& [name, value] : j.items()) {
-    SG_CHECK(value.is_number() || value.is_null(),
-             "{}: checkpoint metadata '{}': '{}' is not a number", md.source(), key, name);
-    metrics[name] = value.is_null() ? std::nan("") : value.get<double>();
-  }
-  return metrics;
 }
 
 }  // namespace
@@ -392,28 +372,6 @@ Trainer::~Trainer() = default;
 FitResult Trainer::fit(TrainingTask& task) {
   Loop loop(*this, task);
   return loop.fit();
-}
-
-SavedRunState saved_run_state(const nn::Metadata& metadata, const std::string& source) {
-  const MetadataReader md(metadata, source);
-  SavedRunState s;
-  s.step = md.integer("step");
-  s.best_step = md.integer("best_step");
-  s.best = metrics_from_json(md, "best_metrics");
-  s.weights = md.text("weights");
-  SG_CHECK(s.weights == "trained" || s.weights == "ema" || s.weights == "average",
-           "{}: checkpoint metadata 'weights' is '{}' (expected trained, ema or average)", source,
-           s.weights);
-  if (s.weights == "average") {
-    const nlohmann::json steps = md.json("averaged_steps", 1);
-    SG_CHECK(steps.is_array(), "{}: checkpoint metadata 'averaged_steps' is not a list", source);
-    for (const nlohmann::json& v : steps) {
-      SG_CHECK(v.is_number_integer(), "{}: checkpoint metadata 'averaged_steps' holds {}", source,
-               v.dump());
-      s.averaged_steps.push_back(v.get<int64_t>());
-    }
-  }
-  return s;
 }
 
 }  // namespace sg::train

@@ -49,11 +49,9 @@
 #include "nn/optim/optimizer.h"
 #include "nn/train/checkpoint.h"
 #include "nn/train/history.h"
+#include "nn/train/saved_run_state.h"
 
 namespace sg::train {
-
-// An evaluation's numbers by name ({"exact_match": 0.98, "token_accuracy": 0.99}).
-using Metrics = std::map<std::string, double>;
 
 // What one training step computed, still on the model's device (nothing is read back here).
 struct StepOutput {
@@ -158,16 +156,5 @@ class Trainer {
   TrainerOptions options_;
   std::unique_ptr<optim::ExponentialMovingAverage> ema_;
 };
-
-// The best evaluation and the loop's state as a checkpoint keeps them: for a program that reads
-// a run's model.safetensors ("best_step", "best_metrics" of the evaluation that chose it).
-struct SavedRunState {
-  int64_t step = 0;
-  int64_t best_step = 0;
-  Metrics best;
-  std::string weights;  // "trained", "ema" (the moving average) or "average"
-  std::vector<int64_t> averaged_steps;
-};
-SavedRunState saved_run_state(const nn::Metadata& metadata, const std::string& source);
 
 }  // namespace sg::train
