@@ -6,6 +6,7 @@
 #include <random>
 
 #include "autograd/error.h"
+#include "autograd/factory.h"
 #include "autograd/grad_mode.h"
 
 namespace sg::nn {
