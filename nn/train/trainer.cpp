@@ -33,9 +33,9 @@ double seconds_since(Clock::time_point start) {
 
 }  // namespace
 
-const std::vector<std::string> Trainer::kLoopKeys = {"step",           "global_rng",      "history",
-                                                     "best_step",      "best_metrics",    "weights",
-                                                     "averaged_steps", "averaged_metrics"};
+const std::vector<std::string> Trainer::kLoopKeys = {
+    "step",    "global_rng",     "history",          "best_step", "best_metrics",
+    "weights", "averaged_steps", "averaged_metrics", "precision"};
 
 std::string TrainingTask::describe(const Metrics& metrics) const {
   std::string line;

@@ -4,6 +4,7 @@
 // checkpoint averaging, and the errors a caller can meet.
 #include "nn/train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -150,6 +151,13 @@ TEST(TrainLoop, TrainsEvaluatesAndKeepsTheBestByItsMetric) {
   EXPECT_EQ(saved.weights, "trained");
   EXPECT_EQ(saved.best.at("mse"), mse[best]);
   EXPECT_TRUE(fs::exists(dir / "min/last.safetensors"));
+  // Every key the loop writes is one it reserves, so a task cannot overwrite it.
+  for (const auto& [key, value] : nn::load_safetensors(dir / "min/last.safetensors").metadata) {
+    if (key == "format" || key == "data_rng") continue;  // the task's
+    EXPECT_NE(std::find(Trainer::kLoopKeys.begin(), Trainer::kLoopKeys.end(), key),
+              Trainer::kLoopKeys.end())
+        << key;
+  }
 
   // The same run, keeping the highest "fit" instead, keeps the same model.
   TrainerOptions o = options_in(dir / "max");
