@@ -146,7 +146,7 @@ struct Trainer {
         optimizer(model.parameters(),
                   sg::optim::AdamOptions{.lr = 1.0, .betas = {c.beta1, c.beta2}, .eps = c.eps}),
         schedule(optimizer, c.d_model, c.warmup, c.lr_factor),
-        data(c.task, c.vocab, c.min_len, c.length, c.seed ^ 0x1000) {
+        data(c.task_kind(), c.vocab, c.min_len, c.length, c.seed ^ 0x1000) {
     model.train();
   }
 
@@ -210,7 +210,7 @@ Result bench_decode(const Options& o, const Config& config) {
   sg::manual_seed(config.seed);
   sg::nn::Transformer model(config.model_options());
   model.eval();
-  copy_task::TaskGenerator data(config.task, config.vocab, config.min_len, config.length, 7);
+  copy_task::TaskGenerator data(config.task_kind(), config.vocab, config.min_len, config.length, 7);
   const sg::Tensor src = data.next(100).src;
   const sg::AutocastGuard autocast(sg::kBFloat16, o.bf16);  // the products of decoding
   Result r;

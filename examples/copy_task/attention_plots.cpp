@@ -49,8 +49,8 @@ void write_attention_plots(sg::nn::Transformer& model, const sg::Tensor& src, co
   const int columns = static_cast<int>(config.heads);
   sg::nn::write_file_atomically(
       out_dir + "/cross_attention.svg",
-      sg::train::heatmap_grid(fmt::format("Decoder cross-attention ({})", task_name(config.task)),
-                              cross, columns, "source tokens", "decoder input tokens"));
+      sg::train::heatmap_grid(fmt::format("Decoder cross-attention ({})", config.task), cross,
+                              columns, "source tokens", "decoder input tokens"));
   sg::nn::write_file_atomically(
       out_dir + "/self_attention.svg",
       sg::train::heatmap_grid("Decoder self-attention (causal mask)", self, columns,

@@ -64,7 +64,8 @@ std::string capture_step(const CaptureOptions& options) {
   model.eval();
   plant_in_model(bug, model);
 
-  TaskGenerator generator(config.task, config.vocab, config.min_len, config.length, options.seed);
+  TaskGenerator generator(config.task_kind(), config.vocab, config.min_len, config.length,
+                          options.seed);
   const Batch batch = generator.next(options.batch);
   if (!options.batch_out.empty()) {
     sg::nn::save_safetensors(options.batch_out, {{"src", batch.src}, {"tgt", batch.tgt}},

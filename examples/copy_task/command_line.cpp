@@ -8,6 +8,13 @@ namespace copy_task {
 using sg::train::integer_in;
 using sg::train::real_in;
 
+Config configured(const std::string& preset, const CLI::App& command, Config& given) {
+  Config c = Config::preset_named(preset);
+  sg::train::copy_given(command, given.schema(), c.schema());
+  if (command.count("--length") > 0 && command.count("--min-len") == 0) c.min_len = c.length;
+  return c;
+}
+
 // The CPU kernels: the reference backend (the code the chapters show) or the fast one.
 void add_kernels_option(CLI::App* cmd, std::string& kernels) {
   cmd->add_option("--kernels", kernels,
@@ -20,7 +27,8 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a, std::string& kernels) {
   TrainOptions& o = a.options;
   cmd->add_option("--preset", a.preset, "tiny | annotated | medium")
       ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
-  a.overrides.add_to(*cmd);
+  sg::train::add_options(*cmd, a.given.schema());
+  a.command = cmd;
   cmd->add_option("--out", o.out_dir, "directory for checkpoints and pictures");
   cmd->add_flag("--resume", o.resume,
                 "continue from <out>/last.safetensors, with the same configuration (only "
@@ -83,7 +91,8 @@ CLI::App* add_capture_command(CLI::App& app, CaptureArgs& a) {
                 "with --seed, as train starts) to --checkpoint, a new file");
   cmd->add_option("--preset", a.preset, "with --init: tiny | annotated | medium")
       ->check(CLI::IsMember({"tiny", "annotated", "medium"}));
-  a.overrides.add_to(*cmd);
+  sg::train::add_options(*cmd, a.given.schema());
+  a.command = cmd;
   cmd->add_option("--out", a.capture.out, "the capture (safetensors)")->required();
   cmd->add_option("--batch-out", a.capture.batch_out,
                   "write the batch here (src, tgt), for scripts/capture_torch_step.py");

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "capture_step.h"
-#include "preset_overrides.h"
+#include "config.h"
 #include "trainer.h"
 
 namespace copy_task {
@@ -18,7 +18,8 @@ namespace copy_task {
 // What each subcommand reads from its flags.
 struct TrainArgs {
   std::string preset = "tiny";
-  Overrides overrides;
+  Config given;  // the model and training flags given, which override the preset's values
+  CLI::App* command = nullptr;
   TrainOptions options;
   std::optional<int> threads;  // unset: SCRATCHGRAD_NUM_THREADS or every core, 2 BLAS threads
   bool detect_anomaly = false;
@@ -33,7 +34,8 @@ struct CaptureArgs {
   CaptureOptions capture;
   bool init = false;
   std::string preset = "tiny";
-  Overrides overrides;
+  Config given;
+  CLI::App* command = nullptr;
 };
 
 // What eval and decode read: a trained model, and how to run it.
@@ -48,6 +50,10 @@ struct ModelArgs {
 
 // The CPU kernels: the reference backend (the code the chapters show) or the fast one.
 void add_kernels_option(CLI::App* cmd, std::string& kernels);
+
+// The preset's config with the flags that were given on `command` (--length alone sets --min-len
+// too: sequences of one length unless told otherwise).
+Config configured(const std::string& preset, const CLI::App& command, Config& given);
 
 // Each adds its subcommand to `app`, its flags writing into `a` (and `kernels`, which train, eval
 // and decode share); the pair is eval's and decode's.

@@ -6,7 +6,6 @@
 
 namespace copy_task {
 
-using sg::train::check_range;
 using sg::train::ConfigField;
 using sg::train::OnResume;
 
@@ -43,6 +42,48 @@ sg::nn::TransformerOptions Config::model_options() const {
   return o;
 }
 
+sg::train::OptionSchema Config::schema() {
+  return sg::train::OptionSchema()
+      .integer("vocab", vocab, 3, kMaxVocab, OnResume::kFixedModel,
+               "vocabulary size (0 = pad, 1 = start)")
+      .integer("layers", layers, 1, kMaxLayers, OnResume::kFixedModel, "encoder and decoder layers")
+      .integer("d_model", d_model, 1, kMaxDModel, OnResume::kFixedModel, "model width")
+      .integer("heads", heads, 1, kMaxHeads, OnResume::kFixedModel, "attention heads")
+      .integer("d_ff", d_ff, 1, kMaxFfn, OnResume::kFixedModel, "feed-forward width")
+      .flag("--ffn")
+      .real("dropout", dropout, 0, 1, OnResume::kFixedModel, "dropout probability")
+      .boolean("norm_first", norm_first, OnResume::kFixedModel, "pre-LN layers instead of post-LN")
+      .text("positional", positional, OnResume::kFixedModel, "sinusoidal | learned")
+      .one_of({"sinusoidal", "learned"})
+      .integer("length", length, 2, kMaxLength, OnResume::kFixedModel,
+               "sequence length, start symbol included")
+      .text("task", task, OnResume::kFixed, "copy | reverse | sort")
+      .one_of({"copy", "reverse", "sort"})
+      .integer("min_len", min_len, 2, kMaxLength, OnResume::kFixed,
+               "shortest sequence (< length gives padded, variable lengths; default: --length)")
+      .integer("batch", batch, 1, kMaxBatch, OnResume::kFixed, "sequences per step")
+      .integer("warmup", warmup, 1, kMaxSteps, OnResume::kFixed, "Noam warm-up steps")
+      .real("lr_factor", lr_factor, 0, 1e30, OnResume::kFixed, "Noam factor")
+      .real("beta1", beta1, 0, 1, OnResume::kFixed, "Adam's beta1")
+      .no_flag("beta1 (of --preset)")
+      .real("beta2", beta2, 0, 1, OnResume::kFixed, "Adam's beta2")
+      .no_flag("beta2 (of --preset)")
+      .real("eps", eps, 0, 1, OnResume::kFixed, "Adam's eps")
+      .no_flag("eps (of --preset)")
+      .real("label_smoothing", label_smoothing, 0, 1, OnResume::kFixed, "label smoothing")
+      .unsigned_integer("seed", seed, OnResume::kFixed, "random seed")
+      .integer("steps", steps, 0, kMaxSteps, OnResume::kMayChange,
+               "training steps (may change on --resume)")
+      .integer("eval_every", eval_every, 1, kMaxSteps, OnResume::kMayChange,
+               "steps between held-out evaluations")
+      .integer("eval_samples", eval_samples, 1, kMaxSamples, OnResume::kMayChange,
+               "sequences per evaluation")
+      .integer("final_samples", final_samples, 1, kMaxSamples, OnResume::kMayChange,
+               "sequences for the final evaluation")
+      .integer("checkpoint_every", checkpoint_every, 0, kMaxSteps, OnResume::kMayChange,
+               "steps between checkpoints (0 = end only)");
+}
+
 void Config::validate() const {
   check_settings();
   check_bounds();
@@ -72,77 +113,17 @@ void Config::check_settings() const {
 }
 
 void Config::check_bounds() const {
-  check_range("--vocab", vocab, int64_t{3}, kMaxVocab);
-  check_range("--batch", batch, int64_t{1}, kMaxBatch);
-  check_range("--layers", layers, int64_t{1}, kMaxLayers);
-  check_range("--d-model", d_model, int64_t{1}, kMaxDModel);
-  check_range("--heads", heads, int64_t{1}, kMaxHeads);
-  check_range("--ffn", d_ff, int64_t{1}, kMaxFfn);
-  check_range("--steps", steps, int64_t{0}, kMaxSteps);
-  check_range("--warmup", warmup, int64_t{1}, kMaxSteps);
-  check_range("--eval-every", eval_every, int64_t{1}, kMaxSteps);
-  check_range("--checkpoint-every", checkpoint_every, int64_t{0}, kMaxSteps);
-  check_range("--eval-samples", eval_samples, int64_t{1}, kMaxSamples);
-  check_range("--final-samples", final_samples, int64_t{1}, kMaxSamples);
+  Config(*this).schema().check();
   model_options().validate();
 }
 
 std::map<std::string, std::string> Config::to_map() const {
-  return {{"preset", preset},
-          {"task", task_name(task)},
-          {"vocab", std::to_string(vocab)},
-          {"length", std::to_string(length)},
-          {"min_len", std::to_string(min_len)},
-          {"batch", std::to_string(batch)},
-          {"layers", std::to_string(layers)},
-          {"d_model", std::to_string(d_model)},
-          {"heads", std::to_string(heads)},
-          {"d_ff", std::to_string(d_ff)},
-          {"dropout", fmt::format("{}", dropout)},
-          {"norm_first", norm_first ? "true" : "false"},
-          {"positional", positional},
-          {"steps", std::to_string(steps)},
-          {"warmup", std::to_string(warmup)},
-          {"lr_factor", fmt::format("{}", lr_factor)},
-          {"beta1", fmt::format("{}", beta1)},
-          {"beta2", fmt::format("{}", beta2)},
-          {"eps", fmt::format("{}", eps)},
-          {"label_smoothing", fmt::format("{}", label_smoothing)},
-          {"eval_every", std::to_string(eval_every)},
-          {"eval_samples", std::to_string(eval_samples)},
-          {"final_samples", std::to_string(final_samples)},
-          {"checkpoint_every", std::to_string(checkpoint_every)},
-          {"seed", std::to_string(seed)}};
+  std::map<std::string, std::string> map = Config(*this).schema().to_map();
+  map["preset"] = preset;  // a name only: the sizes it stands for are compared one by one
+  return map;
 }
 
-const std::vector<ConfigField>& Config::fields() {
-  static const std::vector<ConfigField> fields = {
-      {"vocab", "--vocab", OnResume::kFixedModel},
-      {"layers", "--layers", OnResume::kFixedModel},
-      {"d_model", "--d-model", OnResume::kFixedModel},
-      {"heads", "--heads", OnResume::kFixedModel},
-      {"d_ff", "--ffn", OnResume::kFixedModel},
-      {"dropout", "--dropout", OnResume::kFixedModel},
-      {"norm_first", "--norm-first", OnResume::kFixedModel},
-      {"positional", "--positional", OnResume::kFixedModel},
-      {"length", "--length", OnResume::kFixedModel},
-      {"task", "--task", OnResume::kFixed},
-      {"min_len", "--min-len", OnResume::kFixed},
-      {"batch", "--batch", OnResume::kFixed},
-      {"warmup", "--warmup", OnResume::kFixed},
-      {"lr_factor", "--lr-factor", OnResume::kFixed},
-      {"beta1", "beta1 (of --preset)", OnResume::kFixed},
-      {"beta2", "beta2 (of --preset)", OnResume::kFixed},
-      {"eps", "eps (of --preset)", OnResume::kFixed},
-      {"label_smoothing", "--label-smoothing", OnResume::kFixed},
-      {"seed", "--seed", OnResume::kFixed},
-      {"steps", "--steps", OnResume::kMayChange},
-      {"eval_every", "--eval-every", OnResume::kMayChange},
-      {"eval_samples", "--eval-samples", OnResume::kMayChange},
-      {"final_samples", "--final-samples", OnResume::kMayChange},
-      {"checkpoint_every", "--checkpoint-every", OnResume::kMayChange}};
-  return fields;
-}
+std::vector<ConfigField> Config::fields() { return Config().schema().fields(); }
 
 Config Config::from_map(const std::map<std::string, std::string>& values) {
   Config c = parse_map(values);
@@ -151,32 +132,10 @@ Config Config::from_map(const std::map<std::string, std::string>& values) {
 }
 
 Config Config::parse_map(const std::map<std::string, std::string>& values) {
-  auto get = [&](const std::string& key) -> const std::string& {
-    auto it = values.find(key);
-    SG_CHECK(it != values.end(), "checkpoint config is missing '{}'", key);
-    return it->second;
-  };
-  auto what = [](const std::string& key) { return fmt::format("checkpoint config '{}'", key); };
-  auto integer = [&](const std::string& key) {
-    return sg::train::parse_number<int64_t>(get(key), what(key));
-  };
-  auto real = [&](const std::string& key) {
-    return sg::train::parse_number<double>(get(key), what(key));
-  };
-  Config c = preset_named(get("preset"));
-  c.task = parse_task(get("task"));
-  c.vocab = integer("vocab"), c.length = integer("length"), c.min_len = integer("min_len");
-  c.batch = integer("batch"), c.layers = integer("layers"), c.d_model = integer("d_model");
-  c.heads = integer("heads"), c.d_ff = integer("d_ff"), c.dropout = real("dropout");
-  c.norm_first = sg::train::parse_bool(get("norm_first"), what("norm_first"));
-  c.positional = get("positional");
-  c.steps = integer("steps"), c.warmup = integer("warmup"), c.lr_factor = real("lr_factor");
-  c.beta1 = real("beta1"), c.beta2 = real("beta2"), c.eps = real("eps");
-  c.label_smoothing = real("label_smoothing");
-  c.eval_every = integer("eval_every"), c.eval_samples = integer("eval_samples");
-  c.final_samples = integer("final_samples"), c.checkpoint_every = integer("checkpoint_every");
-  // The full unsigned range, as written.
-  c.seed = sg::train::parse_number<uint64_t>(get("seed"), what("seed"), "a seed in [0, 2^64)");
+  const auto preset = values.find("preset");
+  SG_CHECK(preset != values.end(), "checkpoint config is missing 'preset'");
+  Config c = preset_named(preset->second);
+  c.schema().read(values, "copy_task");
   return c;
 }
 

@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "nn/nn.h"
-#include "nn/train/run_config.h"
+#include "nn/train/option_schema.h"
 #include "tasks.h"
 
 namespace copy_task {
 
 struct Config {
   std::string preset = "tiny";
-  Task task = Task::Copy;
+  std::string task = "copy";  // copy | reverse | sort (tasks.h)
   int64_t vocab = 11, length = 10, min_len = 10, batch = 80;
   int64_t layers = 2, d_model = 32, heads = 4, d_ff = 64;
   double dropout = 0.0;
@@ -30,6 +30,10 @@ struct Config {
   uint64_t seed = 0;
 
   static Config preset_named(const std::string& name);  // throws for an unknown preset
+  // Every option but the preset's name, once: its flag, bounds, help and rule on --resume (the
+  // flags, to_map, parse_map, fields and check_bounds come from it).
+  sg::train::OptionSchema schema();
+  Task task_kind() const { return parse_task(task); }
   sg::nn::TransformerOptions model_options() const;
   // Clear errors for bad combinations (d_model % heads, lengths...) and for sizes beyond the
   // bounds below: check_settings(), then check_bounds(). A checkpoint's config is compared with
@@ -40,14 +44,15 @@ struct Config {
 
   // "key=value" pairs, for checkpoint metadata and the metrics JSON.
   std::map<std::string, std::string> to_map() const;
-  // Strict: every number and boolean parses in full, or the error names the key; then validate().
+  // Strict: every number and boolean parses in full and within its bounds, or the error names the
+  // key; then validate().
   static Config from_map(const std::map<std::string, std::string>& values);
   // The same without validate(), for a checkpoint whose sizes are compared with its tensors.
   static Config parse_map(const std::map<std::string, std::string>& values);
   // Each key of to_map() with its flag, and whether --resume may change it (--steps and the
   // evaluation and checkpoint cadence may; the model, the task, the data and the recipe may not).
   // All but "preset", a name only: the sizes it stands for are compared one by one.
-  static const std::vector<sg::train::ConfigField>& fields();
+  static std::vector<sg::train::ConfigField> fields();
 
   // Upper bounds, the same for the command line, validate() and a checkpoint's config: a model
   // this program can train, never a size whose products overflow or whose allocation takes

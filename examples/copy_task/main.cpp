@@ -59,7 +59,7 @@ int run_train(const Config& config, const TrainOptions& options) {
     fmt::print(
         "training {} on '{}' ({}): {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, "
         "{} steps\n",
-        config.preset, task_name(config.task), backend, config.layers, config.d_model, config.heads,
+        config.preset, config.task, backend, config.layers, config.d_model, config.heads,
         config.d_ff, config.length, config.batch, config.steps);
   std::fflush(stdout);  // before the progress output on stderr
   TrainSummary s = train(config, options);
@@ -90,7 +90,7 @@ int run_train(const Config& config, const TrainOptions& options) {
   fmt::print("saved model on {} fresh sequences: exact match {:.2f}%, token accuracy {:.2f}%\n\n",
              s.final_eval.samples, 100 * s.final_eval.exact_match,
              100 * s.final_eval.token_accuracy);
-  TaskGenerator examples(config.task, config.vocab, config.min_len, config.length,
+  TaskGenerator examples(config.task_kind(), config.vocab, config.min_len, config.length,
                          config.seed ^ 0x4000);
   Batch b = examples.next(4);
   auto decoded = greedy_decode(*saved.model, b.src, config.length);
@@ -114,10 +114,10 @@ int run_eval(const std::string& checkpoint, int64_t samples, uint64_t seed,
              const std::string& metrics) {
   LoadedModel loaded = load_checkpoint(checkpoint);
   const Config& c = loaded.config;
-  TaskGenerator gen(c.task, c.vocab, c.min_len, c.length, seed);
+  TaskGenerator gen(c.task_kind(), c.vocab, c.min_len, c.length, seed);
   EvalResult e = evaluate(*loaded.model, gen, samples);
   fmt::print("{} on {} fresh '{}' sequences: exact match {:.2f}%, token accuracy {:.2f}%\n",
-             checkpoint, samples, task_name(c.task), 100 * e.exact_match, 100 * e.token_accuracy);
+             checkpoint, samples, c.task, 100 * e.exact_match, 100 * e.token_accuracy);
   sg::train::write_json_file(metrics, {{"config", c.to_map()},
                                        {"exact_match", e.exact_match},
                                        {"token_accuracy", e.token_accuracy},
@@ -203,8 +203,7 @@ int start_training(TrainArgs& a) {
   // on the reference kernels too, which never start the pool.
   sg::cpu::set_num_threads(a.threads ? *a.threads : sg::cpu::default_num_threads());
   if (a.detect_anomaly) sg::set_detect_anomaly(true);
-  Config config = Config::preset_named(a.preset);
-  a.overrides.apply(config);
+  Config config = configured(a.preset, *a.command, a.given);
   config.validate();
   a.options.validate();
   return run_train(config, a.options);
@@ -253,9 +252,8 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return run_eval(m.checkpoint, m.samples, m.eval_seed, m.eval_metrics);
     if (*capture_cmd) {
       if (capture.init) {
-        Config config = Config::preset_named(capture.preset);
-        capture.overrides.apply(config);
-        save_initial_checkpoint(capture.capture.checkpoint, config);
+        save_initial_checkpoint(capture.capture.checkpoint,
+                                configured(capture.preset, *capture.command, capture.given));
       }
       fmt::print("{}\n", capture_step(capture.capture));
       return 0;

@@ -214,9 +214,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   // Adam with lr 1: the Noam schedule below gives the rate itself (it scales this base lr).
   std::unique_ptr<sg::optim::Optimizer> optimizer =
       make_optimizer(model->parameters(), config, options);
-  TaskGenerator data(config.task, config.vocab, config.min_len, config.length,
+  TaskGenerator data(config.task_kind(), config.vocab, config.min_len, config.length,
                      config.seed ^ kTrainStream);
-  TaskGenerator held_out(config.task, config.vocab, config.min_len, config.length,
+  TaskGenerator held_out(config.task_kind(), config.vocab, config.min_len, config.length,
                          config.seed ^ kEvalStream);
   RunState state;
   state.bf16 = options.bf16;
@@ -386,7 +386,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   if (fs::exists(run.best())) {
     LoadedModel saved = load_checkpoint(run.best());
     saved.model->to(device);
-    TaskGenerator final_gen(config.task, config.vocab, config.min_len, config.length,
+    TaskGenerator final_gen(config.task_kind(), config.vocab, config.min_len, config.length,
                             config.seed ^ kFinalStream);
     summary.final_eval = evaluate(*saved.model, final_gen, config.final_samples);
   }

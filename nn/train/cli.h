@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "autograd/error.h"
 #include "nn/train/numbers.h"
 #include "nn/train/option_schema.h"
 
@@ -31,9 +32,10 @@ inline CLI::Validator real_in(double lo, double hi) {
 
 // A flag for every option of a schema (option_schema.h), with its bounds and help: --eval-every
 // for "eval_every"; a boolean is a switch (--norm-first), or --no-norm-first when it is on by
-// default.
+// default. Options set by a preset alone (no_flag) get none.
 inline void add_options(CLI::App& app, const OptionSchema& schema) {
   for (const Option& o : schema.options()) {
+    if (!o.command_line) continue;
     if (auto* i = std::get_if<int64_t*>(&o.value)) {
       app.add_option(o.flag(), **i, o.help)->check(integer_in(o.integer_lo, o.integer_hi));
     } else if (auto* u = std::get_if<uint64_t*>(&o.value)) {
@@ -54,6 +56,21 @@ inline void add_options(CLI::App& app, const OptionSchema& schema) {
           },
           fmt::format("one of {}", fmt::join(o.choices, ", "))));
     }
+  }
+}
+
+// Copies into `to` the options of `from` that were given on the command line `app` parsed (the
+// same schema over another config): a preset's values, overridden by the flags a user typed.
+//   Config given;  add_options(*cmd, given.schema());  ...parse...
+//   Config config = Config::preset_named(preset);  copy_given(*cmd, given.schema(),
+//   config.schema());
+inline void copy_given(const CLI::App& app, const OptionSchema& from, const OptionSchema& to) {
+  SG_CHECK(from.options().size() == to.options().size(), "copy_given: two different schemas");
+  for (size_t i = 0; i < from.options().size(); ++i) {
+    const Option& o = from.options()[i];
+    if (!o.command_line || app.count(o.flag()) == 0) continue;
+    std::visit([&](auto* source) { *std::get<decltype(source)>(to.options()[i].value) = *source; },
+               o.value);
   }
 }
 

@@ -69,6 +69,13 @@ OptionSchema& OptionSchema::before_it_existed(std::string value) {
   return *this;
 }
 
+OptionSchema& OptionSchema::no_flag(std::string shown_as) {
+  Option& o = last("no_flag");
+  o.flag_name = std::move(shown_as);
+  o.command_line = false;
+  return *this;
+}
+
 ConfigMap OptionSchema::to_map() const {
   ConfigMap map;
   for (const Option& o : options_) {
@@ -126,7 +133,7 @@ void OptionSchema::read(const ConfigMap& saved, const std::string& source) const
       SG_CHECK(**i >= o.integer_lo && **i <= o.integer_hi, "{} is {}, not in [{}, {}]", what, **i,
                o.integer_lo, o.integer_hi);
     } else if (auto* u = std::get_if<uint64_t*>(&o.value)) {
-      **u = parse_number<uint64_t>(text, what);
+      **u = parse_number<uint64_t>(text, what, "an integer in [0, 2^64)");
     } else if (auto* r = std::get_if<double*>(&o.value)) {
       **r = parse_number<double>(text, what);
       SG_CHECK(**r >= o.real_lo && **r <= o.real_hi, "{} is {}, not in [{}, {}]", what, **r,

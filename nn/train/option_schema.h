@@ -38,6 +38,7 @@ struct Option {
   OnResume on_resume = OnResume::kFixed;
   std::string help;
   std::string flag_name;             // empty: from the key
+  bool command_line = true;          // false: set by a preset, not by a flag of its own
   std::vector<std::string> choices;  // a text option's allowed values (empty: any)
   // The value of a checkpoint written before the option existed; none: the key must be there.
   std::optional<std::string> before_it_existed;
@@ -59,6 +60,8 @@ class OptionSchema {
   OptionSchema& flag(std::string name);
   OptionSchema& one_of(std::vector<std::string> choices);
   OptionSchema& before_it_existed(std::string value);
+  // An option no flag sets (a preset's value), named `shown_as` in resume's messages.
+  OptionSchema& no_flag(std::string shown_as);
 
   const std::vector<Option>& options() const { return options_; }
   // Every value as text: integers in decimal, reals in the shortest form that reads back the same,

@@ -91,7 +91,17 @@ expect_error "already holds a run" train --steps 2 --batch 8 --eval-every 2 --ev
   --final-samples 4 --quiet --out "$dir/run"
 expect_error "--resume and --overwrite exclude each other" train --resume --overwrite --out "$dir/run"
 # Sizes whose product overflows, and rates that cannot train, are refused up front.
-expect_error "length must be in [2, 65536]" train --length 576460752303423489 --out "$dir/y"
+expect_error "--length: '576460752303423489' is not an integer in [2, 65536]" train \
+  --length 576460752303423489 --out "$dir/y"
+# The flags given override the preset, the others keep its values: --length alone makes every
+# sequence that long (--min-len follows it; tiny's 10 would be refused), --norm-first switches the
+# layer order, and the checkpoint's config says so.
+expect_ok "saved model" train --length 6 --norm-first --steps 2 --batch 8 --eval-every 2 \
+  --eval-samples 4 --final-samples 4 --quiet --out "$dir/given" --metrics-json "$dir/given.json"
+for setting in '"length": "6"' '"min_len": "6"' '"norm_first": "true"' '"d_model": "32"'; do
+  if grep -qF -- "$setting" "$dir/given.json"; then passes=$((passes + 1)); else
+    echo "FAIL: metrics.json lacks $setting"; failures=$((failures + 1)); fi
+done
 expect_error "--lr-factor: 'inf' is not a number in [0, 1e+30]" train --lr-factor inf --out "$dir/y"
 expect_error "lr-factor must be positive and finite, got 0" train --lr-factor 0 --out "$dir/y"
 # A seed of 2^64 - 1 (above 2^63: not an int64) gives checkpoints that load again. (Not written

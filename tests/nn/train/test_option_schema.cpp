@@ -99,6 +99,13 @@ TEST(TrainOptionSchema, ChoicesFlagNamesSeedsAndOptionsOlderCheckpointsLack) {
                   "f: checkpoint config 'seed'");
   schedule = "linear";
   EXPECT_SG_ERROR(schema().check(), "--schedule must be one of noam, cosine, got 'linear'");
+  // A preset's value with no flag of its own: named for resume's messages, not on the command line.
+  double beta1 = 0.9;
+  const OptionSchema preset = OptionSchema()
+                                  .real("beta1", beta1, 0, 1, OnResume::kFixed, "")
+                                  .no_flag("beta1 (of --preset)");
+  EXPECT_FALSE(preset.options()[0].command_line);
+  EXPECT_EQ(preset.fields()[0].flag, "beta1 (of --preset)");
   EXPECT_SG_ERROR(OptionSchema().flag("--x"), "OptionSchema::flag: no option to modify yet");
   EXPECT_SG_ERROR(OptionSchema().integer("n", d_ff, 1, 2, OnResume::kFixed, "").one_of({"a"}),
                   "OptionSchema::one_of: 'n' is not a text option");
