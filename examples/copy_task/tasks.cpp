@@ -11,18 +11,6 @@ Task parse_task(const std::string& name) {
   SG_FAIL("unknown task '{}' (expected copy, reverse or sort)", name);
 }
 
-std::string task_name(Task task) {
-  switch (task) {
-    case Task::Copy:
-      return "copy";
-    case Task::Reverse:
-      return "reverse";
-    case Task::Sort:
-      return "sort";
-  }
-  return "?";
-}
-
 TaskGenerator::TaskGenerator(Task task, int64_t vocab, int64_t min_len, int64_t max_len,
                              uint64_t seed)
     : task_(task), vocab_(vocab), min_len_(min_len), max_len_(max_len), gen_(seed) {

@@ -19,7 +19,6 @@ namespace copy_task {
 
 enum class Task { Copy, Reverse, Sort };
 Task parse_task(const std::string& name);  // "copy" | "reverse" | "sort"
-std::string task_name(Task task);
 
 inline constexpr int64_t kPad = 0;
 inline constexpr int64_t kStart = 1;

@@ -97,12 +97,13 @@ namespace {
 class G2pTask : public sg::train::TrainingTask {
  public:
   G2pTask(const Config& config, Model& model, const Dataset& data,
-          std::vector<sg::data::SequencePair> pairs)
+          std::vector<sg::data::SequencePair> pairs, std::string out_dir)
       : config_(config),
         model_(model),
         data_(data),
         train_pairs_(static_cast<int64_t>(pairs.size())),
-        loader_(std::move(pairs), config.max_tokens, config.seed) {}
+        loader_(std::move(pairs), config.max_tokens, config.seed),
+        out_dir_(std::move(out_dir)) {}
 
   // Teacher forcing: the decoder reads <bos> p1 .. pn and must predict p1 .. pn <eos>.
   sg::train::StepOutput training_step() override {
@@ -150,15 +151,12 @@ class G2pTask : public sg::train::TrainingTask {
   }
 
   void on_train_end(const sg::train::History& history) override {
-    sg::nn::write_file_atomically(config_out_dir_ + "/loss.svg",
-                                  sg::train::loss_chart(history.losses));
+    sg::nn::write_file_atomically(out_dir_ + "/loss.svg", sg::train::loss_chart(history.losses));
     sg::nn::write_file_atomically(
-        config_out_dir_ + "/dev_error_rates.svg",
+        out_dir_ + "/dev_error_rates.svg",
         sg::train::evaluation_chart(history, "Dev error rates (greedy decoding)", "fraction",
                                     {{"dev_wer", "WER"}, {"dev_per", "PER"}}));
   }
-
-  void set_out_dir(std::string dir) { config_out_dir_ = std::move(dir); }
 
  private:
   const Config& config_;
@@ -166,8 +164,8 @@ class G2pTask : public sg::train::TrainingTask {
   const Dataset& data_;
   int64_t train_pairs_;
   sg::data::BucketLoader loader_;
+  std::string out_dir_;  // where the charts go
   int64_t dev_words_ = 0;
-  std::string config_out_dir_;
 };
 
 // The word whose cross-attention the run draws: the first dev word of 8 letters or more.
@@ -217,8 +215,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
                             {.lr = config.base_lr(), .betas = {0.9, 0.98}, .eps = 1e-9});
   // The lr of the next update, from the optimizer's step count (restored by a resume).
   const std::unique_ptr<sg::optim::LRScheduler> schedule = config.make_schedule(optimizer);
-  G2pTask task(config, model, data, training_pairs(data.train, model.letters, model.phonemes));
-  task.set_out_dir(options.out_dir);
+  G2pTask task(config, model, data, training_pairs(data.train, model.letters, model.phonemes),
+               options.out_dir);
   sg::train::Trainer trainer(*model.transformer, optimizer, *schedule,
                              {.out_dir = options.out_dir,
                               .resume = options.resume,
