@@ -19,7 +19,7 @@ Config Config::preset_named(const std::string& name) {
   }
   if (name == "medium") {
     c.layers = 4, c.d_model = 256, c.heads = 8, c.d_ff = 1024, c.length = 64, c.min_len = 64;
-    c.batch = 32, c.steps = 2000;
+    c.batch = 32, c.loop.steps = 2000;
     return c;
   }
   SG_FAIL("unknown preset '{}' (expected tiny, annotated or medium)", name);
@@ -43,9 +43,9 @@ sg::nn::TransformerOptions Config::model_options() const {
 }
 
 sg::train::OptionSchema Config::schema() {
-  return sg::train::OptionSchema()
-      .integer("vocab", vocab, 3, kMaxVocab, OnResume::kFixedModel,
-               "vocabulary size (0 = pad, 1 = start)")
+  sg::train::OptionSchema s;
+  s.integer("vocab", vocab, 3, kMaxVocab, OnResume::kFixedModel,
+            "vocabulary size (0 = pad, 1 = start)")
       .integer("layers", layers, 1, kMaxLayers, OnResume::kFixedModel, "encoder and decoder layers")
       .integer("d_model", d_model, 1, kMaxDModel, OnResume::kFixedModel, "model width")
       .integer("heads", heads, 1, kMaxHeads, OnResume::kFixedModel, "attention heads")
@@ -71,17 +71,13 @@ sg::train::OptionSchema Config::schema() {
       .real("eps", eps, 0, 1, OnResume::kFixed, "Adam's eps")
       .no_flag("eps (of --preset)")
       .real("label_smoothing", label_smoothing, 0, 1, OnResume::kFixed, "label smoothing")
-      .unsigned_integer("seed", seed, OnResume::kFixed, "random seed")
-      .integer("steps", steps, 0, kMaxSteps, OnResume::kMayChange,
-               "training steps (may change on --resume)")
-      .integer("eval_every", eval_every, 1, kMaxSteps, OnResume::kMayChange,
-               "steps between held-out evaluations")
+      .unsigned_integer("seed", seed, OnResume::kFixed, "random seed");
+  loop.add_to(s);
+  return s
       .integer("eval_samples", eval_samples, 1, kMaxSamples, OnResume::kMayChange,
                "sequences per evaluation")
       .integer("final_samples", final_samples, 1, kMaxSamples, OnResume::kMayChange,
-               "sequences for the final evaluation")
-      .integer("checkpoint_every", checkpoint_every, 0, kMaxSteps, OnResume::kMayChange,
-               "steps between checkpoints (0 = end only)");
+               "sequences for the final evaluation");
 }
 
 void Config::validate() const {
@@ -100,7 +96,8 @@ void Config::check_settings() const {
            kMaxLength, length);
   SG_CHECK(min_len >= 2 && min_len <= length, "min-len must be in [2, length={}], got {}", length,
            min_len);
-  SG_CHECK(batch >= 1 && steps >= 0 && warmup >= 1, "batch, steps and warmup must be positive");
+  SG_CHECK(batch >= 1 && warmup >= 1, "batch and warmup must be positive");
+  loop.check();
   SG_CHECK(dropout >= 0 && dropout < 1, "dropout must be in [0, 1), got {}", dropout);
   SG_CHECK(std::isfinite(lr_factor) && lr_factor > 0,
            "lr-factor must be positive and finite, got {}", lr_factor);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nn/nn.h"
+#include "nn/train/loop_config.h"
 #include "nn/train/option_schema.h"
 #include "tasks.h"
 
@@ -24,9 +25,10 @@ struct Config {
   double dropout = 0.0;
   bool norm_first = false;
   std::string positional = "sinusoidal";
-  int64_t steps = 1000, warmup = 400;
+  sg::train::LoopConfig loop{.steps = 1000, .eval_every = 100, .checkpoint_every = 500};
+  int64_t warmup = 400;
   double lr_factor = 1.0, beta1 = 0.9, beta2 = 0.98, eps = 1e-9, label_smoothing = 0.0;
-  int64_t eval_every = 100, eval_samples = 200, final_samples = 1000, checkpoint_every = 500;
+  int64_t eval_samples = 200, final_samples = 1000;
   uint64_t seed = 0;
 
   static Config preset_named(const std::string& name);  // throws for an unknown preset
@@ -59,7 +61,7 @@ struct Config {
   // minutes before failing.
   static constexpr int64_t kMaxLength = 65536, kMaxVocab = 1 << 20, kMaxBatch = 65536;
   static constexpr int64_t kMaxLayers = 64, kMaxDModel = 16384, kMaxHeads = 256, kMaxFfn = 65536;
-  static constexpr int64_t kMaxSteps = 1'000'000'000, kMaxSamples = 10'000'000;
+  static constexpr int64_t kMaxSteps = sg::train::LoopConfig::kMaxSteps, kMaxSamples = 10'000'000;
 };
 
 }  // namespace copy_task

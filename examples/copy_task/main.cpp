@@ -60,7 +60,7 @@ int run_train(const Config& config, const TrainOptions& options) {
         "training {} on '{}' ({}): {} layers, d_model {}, {} heads, ffn {}, length {}, batch {}, "
         "{} steps\n",
         config.preset, config.task, backend, config.layers, config.d_model, config.heads,
-        config.d_ff, config.length, config.batch, config.steps);
+        config.d_ff, config.length, config.batch, config.loop.steps);
   std::fflush(stdout);  // before the progress output on stderr
   TrainSummary s = train(config, options);
   if (!rank0) return 0;

@@ -239,9 +239,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   if (!bf16_note.empty() && !quiet) fmt::print(stderr, "{}\n", bf16_note);
 
   sg::train::Progress progress({.first_step = state.step,
-                                .total_steps = config.steps,
+                                .total_steps = config.loop.steps,
                                 .interactive = !quiet && sg::train::Progress::stderr_is_terminal(),
-                                .print_every = config.eval_every});
+                                .print_every = config.loop.eval_every});
   std::vector<double> step_ms;
   double final_loss = state.history.losses.empty() ? 0 : state.history.losses.back();
   auto save_last = [&] {
@@ -311,14 +311,15 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   GraphedStep step(run_step, options.cuda_graph, device);
 
   auto t_start = std::chrono::steady_clock::now();
-  while (state.step < config.steps) {
+  while (state.step < config.loop.steps) {
     if (pending.empty()) window_start = std::chrono::steady_clock::now();
     ++state.step;
     const Tensor stats = step(on_device(ranks.my_rows(data.next(config.batch)), device));
     pending.push_back({state.step, optimizer->lr(), stats});
-    const bool eval_now = state.step % config.eval_every == 0 || state.step == config.steps;
+    const bool eval_now =
+        state.step % config.loop.eval_every == 0 || state.step == config.loop.steps;
     const bool checkpoint_now =
-        config.checkpoint_every > 0 && state.step % config.checkpoint_every == 0;
+        config.loop.checkpoint_every > 0 && state.step % config.loop.checkpoint_every == 0;
     // Read back before anything that needs the values: an evaluation (log line, checkpoint
     // history), a checkpoint, the end of training.
     if (static_cast<int64_t>(pending.size()) >= sync_every || eval_now || checkpoint_now) sync();

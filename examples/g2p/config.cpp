@@ -6,8 +6,8 @@ using sg::data::Vocabulary;
 
 sg::train::OptionSchema Config::schema() {
   using sg::train::OnResume;
-  return sg::train::OptionSchema()
-      .integer("d_model", d_model, 1, kMaxDModel, OnResume::kFixedModel, "model width")
+  sg::train::OptionSchema s;
+  s.integer("d_model", d_model, 1, kMaxDModel, OnResume::kFixedModel, "model width")
       .integer("heads", heads, 1, kMaxHeads, OnResume::kFixedModel, "attention heads")
       .integer("layers", layers, 1, kMaxLayers, OnResume::kFixedModel, "encoder and decoder layers")
       .integer("d_ff", d_ff, 1, kMaxFfn, OnResume::kFixedModel, "feed-forward width")
@@ -27,28 +27,14 @@ sg::train::OptionSchema Config::schema() {
       .before_it_existed("0")
       .integer("max_tokens", max_tokens, 64, kMaxTokens, OnResume::kFixed,
                "padded tokens per batch")
-      .unsigned_integer("seed", seed, OnResume::kFixed, "random seed")
-      // The average so far depends on every step: it cannot start or change halfway.
-      .real("ema", ema, 0, 1, OnResume::kFixed,
-            "keep a moving average of the weights with this decay (e.g. 0.999) and evaluate and "
-            "save it instead of them (0 = none)")
-      .before_it_existed("0")
-      // With --schedule cosine, --steps also moves where the cosine ends.
-      .integer("steps", steps, 1, kMaxSteps, OnResume::kMayChange, "training steps")
-      .integer("eval_every", eval_every, 1, kMaxSteps, OnResume::kMayChange,
-               "steps between dev evaluations")
-      .integer("dev_words", dev_words, 0, kMaxSteps, OnResume::kMayChange,
-               "dev words per evaluation (0 = all)")
-      .integer("checkpoint_every", checkpoint_every, 0, kMaxSteps, OnResume::kMayChange,
-               "steps between checkpoints (0 = end only)")
-      // Only what is kept and averaged at the end: the newest K step checkpoints there are.
-      .integer("average_last", average_last, 0, kMaxAverageLast, OnResume::kMayChange,
-               "save the model every --checkpoint-every steps, keep the newest K, and at the end "
-               "evaluate their mean (0 = none)")
-      .before_it_existed("0")
+      .unsigned_integer("seed", seed, OnResume::kFixed, "random seed");
+  loop.add_to(s, {.moving_average = true, .checkpoint_averaging = true});
+  s.integer("dev_words", dev_words, 0, kMaxSteps, OnResume::kMayChange,
+            "dev words per evaluation (0 = all)")
       // The data a resumed run reads is checked by what it holds (its number of pronunciations).
       .integer("train_words", train_words, 0, kMaxSteps, OnResume::kMayChange,
                "use only the first N training words (0 = all)");
+  return s;
 }
 
 void Config::validate() const {
@@ -59,14 +45,10 @@ void Config::validate() const {
   SG_CHECK(label_smoothing < 1, "g2p: --label-smoothing must be in [0, 1), got {}",
            label_smoothing);
   SG_CHECK(lr_factor > 0, "g2p: --lr-factor must be positive, got {}", lr_factor);
-  SG_CHECK(schedule != "cosine" || (lr > 0 && warmup < steps),
+  SG_CHECK(schedule != "cosine" || (lr > 0 && warmup < loop.steps),
            "g2p: --schedule cosine needs --lr > 0 (got {}) and --warmup {} below --steps {}", lr,
-           warmup, steps);
-  SG_CHECK(ema < 1, "g2p: --ema must be a decay in (0, 1) (or 0: no moving average), got {}", ema);
-  SG_CHECK(average_last == 0 || checkpoint_every > 0,
-           "g2p: --average-last {} needs step checkpoints to average: --checkpoint-every must be "
-           "positive",
-           average_last);
+           warmup, loop.steps);
+  loop.check();
 }
 
 sg::nn::TransformerOptions Config::model_options(int64_t letters, int64_t phonemes) const {
@@ -87,7 +69,7 @@ sg::nn::TransformerOptions Config::model_options(int64_t letters, int64_t phonem
 std::unique_ptr<sg::optim::LRScheduler> Config::make_schedule(sg::optim::Optimizer& opt) const {
   if (schedule == "noam")
     return std::make_unique<sg::optim::NoamLR>(opt, d_model, warmup, lr_factor);
-  return std::make_unique<sg::optim::WarmupCosineLR>(opt, warmup, steps);
+  return std::make_unique<sg::optim::WarmupCosineLR>(opt, warmup, loop.steps);
 }
 
 std::map<std::string, std::string> Config::to_map() const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nn/nn.h"
+#include "nn/train/loop_config.h"
 #include "nn/train/option_schema.h"
 
 namespace g2p {
@@ -20,22 +21,23 @@ struct Config {
   // speed they had that day; the moving average and the mean of the last 5 step checkpoints.
   int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512;
   double dropout = 0.1, label_smoothing = 0.1, lr_factor = 1.0;
-  int64_t steps = 50000, warmup = 1000, max_tokens = 2000;
+  int64_t warmup = 1000, max_tokens = 2000;
   // "noam": factor · d_model^-0.5 · min(s^-0.5, s · warmup^-1.5), the paper's, no end in sight
   // (sg::optim::NoamLR). "cosine": a linear rise to `lr` over warmup steps, then a half cosine
   // down to 0 at `steps`, for a run whose length is fixed in advance (sg::optim::WarmupCosineLR).
   std::string schedule = "cosine";
   double lr = 2e-3;         // the peak of "cosine"
   bool norm_first = false;  // false: post-LN (the paper); true: pre-LN
-  int64_t eval_every = 5000, dev_words = 1000, checkpoint_every = 2000;
-  // A moving average of the weights (sg::optim::ExponentialMovingAverage, with torch_ema's
-  // warm-up of the decay), updated after every step: 0 = none, else its decay. With one, the dev
-  // evaluations, model.safetensors and the step checkpoints hold the average.
-  double ema = 0.999;
-  // At the end of training, the mean of the newest this many step checkpoints (written every
-  // checkpoint_every steps and at the last; sg::train::average_checkpoints), evaluated on dev and
-  // kept as model.safetensors if it is the best: 0 = none.
-  int64_t average_last = 5;
+  // 50,000 steps; greedy dev WER every 5000 on dev_words words; a moving average of the weights
+  // (sg::optim::ExponentialMovingAverage, with torch_ema's warm-up of the decay) evaluated and
+  // saved instead of them; step checkpoints every 2000 steps, and at the end the mean of the
+  // newest 5 (sg::train::average_checkpoints), kept as model.safetensors if it is the best.
+  sg::train::LoopConfig loop{.steps = 50000,
+                             .eval_every = 5000,
+                             .checkpoint_every = 2000,
+                             .ema = 0.999,
+                             .average_last = 5};
+  int64_t dev_words = 1000;
   uint64_t seed = 22;
   // Only the first this many training words (0 = all): for tests and quick looks.
   int64_t train_words = 0;
@@ -60,8 +62,7 @@ struct Config {
 
   // Upper bounds, the same for the command line, validate() and a checkpoint's config.
   static constexpr int64_t kMaxDModel = 4096, kMaxHeads = 256, kMaxLayers = 64, kMaxFfn = 65536;
-  static constexpr int64_t kMaxSteps = 1'000'000'000, kMaxTokens = 1'000'000;
-  static constexpr int64_t kMaxAverageLast = 1000;
+  static constexpr int64_t kMaxSteps = sg::train::LoopConfig::kMaxSteps, kMaxTokens = 1'000'000;
 };
 
 }  // namespace g2p

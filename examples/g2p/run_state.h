@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nn/data/bucket_loader.h"
+#include "nn/train/average_checkpoints.h"
 #include "nn/train/checkpoint.h"
 #include "trainer.h"
 
@@ -37,5 +38,10 @@ struct CheckpointFile {
 // tensors the file holds), then builds its model and loads it.
 CheckpointFile read_checkpoint(sg::train::Checkpoint checkpoint);
 CheckpointFile read_checkpoint(const std::string& path);
+
+// The mean of several checkpoints of one model, as a g2p checkpoint (`g2p average`): each file
+// read as read_checkpoint reads it, and all of one format, configuration and vocabularies
+// (sg::train::save_average). Returns the metadata written.
+sg::nn::Metadata save_average(const sg::train::AverageRequest& request);
 
 }  // namespace g2p

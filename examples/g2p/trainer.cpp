@@ -200,7 +200,7 @@ TrainSummary summary_of(const sg::train::FitResult& r) {
 
 }  // namespace
 
-TrainSummary train(const Config& config, const TrainOptions& options) {
+TrainSummary train(const Config& config, const sg::train::TrainerOptions& options) {
   config.validate();
   Dataset data = load_dataset(config.data);
   if (config.train_words > 0 && static_cast<size_t>(config.train_words) < data.train.size())
@@ -217,22 +217,12 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   const std::unique_ptr<sg::optim::LRScheduler> schedule = config.make_schedule(optimizer);
   G2pTask task(config, model, data, training_pairs(data.train, model.letters, model.phonemes),
                options.out_dir);
-  sg::train::Trainer trainer(*model.transformer, optimizer, *schedule,
-                             {.out_dir = options.out_dir,
-                              .resume = options.resume,
-                              .overwrite = options.overwrite,
-                              .quiet = options.quiet,
-                              .steps = config.steps,
-                              .stop_after = options.stop_after,
-                              .eval_every = config.eval_every,
-                              .checkpoint_every = config.checkpoint_every,
-                              .average_last = config.average_last,
-                              .print_every = std::max<int64_t>(1, config.eval_every / 10),
-                              .bf16 = options.bf16,
-                              .ema_decay = config.ema,
-                              .monitor = "dev_wer",
-                              .maximize = false,
-                              .divergence_advice = "lower --lr-factor or raise --warmup"});
+  sg::train::TrainerOptions loop = options;
+  config.loop.apply_to(loop);
+  loop.print_every = std::max<int64_t>(1, config.loop.eval_every / 10);
+  loop.monitor = "dev_wer", loop.maximize = false;
+  loop.divergence_advice = "lower --lr-factor or raise --warmup";
+  sg::train::Trainer trainer(*model.transformer, optimizer, *schedule, loop);
   const sg::train::FitResult result = trainer.fit(task);
   if (result.best_step > 0) {
     write_attention_heatmap(load_model(options.out_dir + "/model.safetensors"), heatmap_word(data),

@@ -18,18 +18,9 @@
 
 #include "config.h"
 #include "g2p_data.h"
+#include "nn/train/trainer.h"
 
 namespace g2p {
-
-struct TrainOptions {
-  std::string out_dir = "runs/g2p";
-  bool resume = false, overwrite = false, quiet = false;
-  // Stop after this step even if config.steps is more (to test kill-and-resume); 0 = never.
-  int64_t stop_after = 0;
-  // Mixed precision: each step's forward and loss under sg::AutocastGuard(sg::kBFloat16), the
-  // products in bfloat16 with float32 sums; weights, gradients, Adam and evaluation stay float32.
-  bool bf16 = false;
-};
 
 struct ErrorRates {
   double wer = 0, per = 0;
@@ -59,7 +50,9 @@ struct TrainSummary {
   std::vector<DevEvaluation> evals;
 };
 
-TrainSummary train(const Config& config, const TrainOptions& options);
+// Trains through sg::train::Trainer: `options` says where and how the run goes (--out, --resume,
+// --overwrite, --stop-after, --bf16, --quiet); the config's loop options are applied over it.
+TrainSummary train(const Config& config, const sg::train::TrainerOptions& options);
 
 // A trained model with its vocabularies.
 struct Model {

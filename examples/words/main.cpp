@@ -17,6 +17,7 @@
 #include "nn/nn.h"
 #include "nn/train/cli.h"
 #include "nn/train/line_chart.h"
+#include "nn/train/loop_config.h"
 #include "nn/train/metadata.h"
 #include "nn/train/trainer.h"
 
@@ -28,21 +29,20 @@ using sg::train::OnResume;
 
 struct Config {
   std::string data;
-  int64_t steps = 3000, batch = 64, d_model = 128, heads = 4, layers = 3, d_ff = 512;
-  int64_t warmup = 200, eval_every = 500, seed = 1;
+  sg::train::LoopConfig loop{.steps = 3000, .eval_every = 500, .checkpoint_every = 500};
+  int64_t batch = 64, d_model = 128, heads = 4, layers = 3, d_ff = 512, warmup = 200, seed = 1;
   double lr = 2e-3, dropout = 0.1;
 
   // Every option once: the flags, the checkpoint's metadata and resume's check come from it.
   sg::train::OptionSchema schema() {
-    return sg::train::OptionSchema()
-        .integer("steps", steps, 1, 1000000000, OnResume::kMayChange, "training steps")
-        .integer("batch", batch, 1, 65536, OnResume::kFixed, "words per batch")
+    sg::train::OptionSchema s;
+    loop.add_to(s);
+    return s.integer("batch", batch, 1, 65536, OnResume::kFixed, "words per batch")
         .integer("d_model", d_model, 1, 4096, OnResume::kFixedModel, "model width")
         .integer("heads", heads, 1, 256, OnResume::kFixedModel, "attention heads")
         .integer("layers", layers, 1, 64, OnResume::kFixedModel, "Transformer blocks")
         .integer("d_ff", d_ff, 1, 65536, OnResume::kFixedModel, "feed-forward width")
         .integer("warmup", warmup, 0, 1000000000, OnResume::kFixed, "steps of rising lr")
-        .integer("eval_every", eval_every, 1, 1000000000, OnResume::kMayChange, "steps")
         .integer("seed", seed, 0, INT64_MAX, OnResume::kFixed, "weights and data")
         .real("lr", lr, 0, 1, OnResume::kFixed, "peak learning rate (AdamW, cosine)")
         .real("dropout", dropout, 0, 0.99, OnResume::kFixedModel, "dropout probability");
@@ -179,7 +179,7 @@ int train(Config& config, const sg::train::TrainerOptions& options) {
   sg::manual_seed(static_cast<uint64_t>(config.seed));
   sg::nn::DecoderOnlyTransformer model(config.model_options(letters.size()));
   sg::optim::AdamW optimizer(model.parameters(), {.lr = config.lr, .weight_decay = 0.01});
-  sg::optim::WarmupCosineLR schedule(optimizer, config.warmup, config.steps);
+  sg::optim::WarmupCosineLR schedule(optimizer, config.warmup, config.loop.steps);
   WordsTask task(config, words, letters, model, options.out_dir);
   const sg::train::FitResult r = sg::train::Trainer(model, optimizer, schedule, options).fit(task);
   fmt::print(
@@ -219,11 +219,8 @@ int main(int argc, char** argv) {
   sg::train::TrainerOptions options{.out_dir = "runs/words", .monitor = "held_out_loss"};
   CLI::App* train_cmd = app.add_subcommand("train", "train on the dictionary's words");
   train_cmd->add_option("--data", config.data, "the CMU dictionary (scripts/get_cmudict.sh)");
-  train_cmd->add_option("--out", options.out_dir, "the run's directory");
   sg::train::add_options(*train_cmd, config.schema());
-  train_cmd->add_flag("--resume", options.resume, "continue the run in --out");
-  train_cmd->add_flag("--overwrite", options.overwrite, "replace the run in --out");
-  train_cmd->add_flag("--quiet", options.quiet, "no progress lines");
+  sg::train::add_run_flags(*train_cmd, options, config.schema());
   std::string checkpoint = "runs/words/model.safetensors";
   int64_t count = 10;
   sg::nn::SamplingOptions s{.temperature = 0.8, .top_k = 10, .seed = 1};
@@ -241,8 +238,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*sample_cmd) return sample(checkpoint, count, s, greedy);
-    options.steps = config.steps, options.eval_every = options.checkpoint_every = config.eval_every;
-    options.print_every = std::max<int64_t>(1, config.eval_every / 5);
+    config.loop.apply_to(options);
+    options.print_every = std::max<int64_t>(1, config.loop.eval_every / 5);
     return train(config, options);
   } catch (const std::exception& e) {
     fmt::print(stderr, "words: error: {}\n", e.what());

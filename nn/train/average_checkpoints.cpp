@@ -1,10 +1,19 @@
 #include "nn/train/average_checkpoints.h"
 
+#include <filesystem>
 #include <map>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "nn/safetensors.h"
 #include "nn/train/checkpoint.h"
+#include "nn/train/metadata.h"
+#include "nn/train/run_directory.h"
 
 namespace sg::train {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -29,7 +38,8 @@ void check_same_tensors(const nn::NamedTensors& first, const std::string& first_
 
 }  // namespace
 
-nn::NamedTensors average_checkpoints(const std::vector<std::string>& paths) {
+nn::NamedTensors average_checkpoints(const std::vector<std::string>& paths,
+                                     const std::function<void(const Checkpoint&)>& each_file) {
   SG_CHECK(!paths.empty(), "average_checkpoints: no checkpoints given");
   NoGradGuard no_grad;
   // One file in memory at a time besides the sums: a float64 tensor for each floating tensor,
@@ -40,6 +50,7 @@ nn::NamedTensors average_checkpoints(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     const Checkpoint c = read_checkpoint(path);  // valid, finite
     SG_CHECK(!c.model.empty(), "average_checkpoints: {} holds no model tensors", path);
+    if (each_file) each_file(c);
     if (first.empty()) {
       first = c.model;
       sums.resize(first.size());
@@ -88,6 +99,61 @@ nn::NamedTensors average_checkpoints(const std::vector<std::string>& paths) {
     }
   }
   return mean;
+}
+
+namespace {
+
+// The files a request names: its paths, or its run's newest step checkpoints.
+std::vector<std::string> files_to_average(const AverageRequest& request) {
+  SG_CHECK(request.paths.empty() != request.run_dir.empty(),
+           "average: give either checkpoints or a run directory, not {}",
+           request.paths.empty() ? "neither" : "both");
+  if (!request.paths.empty()) return request.paths;
+  std::vector<std::string> paths;
+  for (const auto& [_, path] : RunDirectory(request.run_dir).newest_step_checkpoints(request.last))
+    paths.push_back(path);
+  SG_CHECK(!paths.empty(),
+           "average: {} has no step checkpoints (checkpoint-<step>.safetensors: train with "
+           "--average-last K)",
+           request.run_dir);
+  return paths;
+}
+
+}  // namespace
+
+nn::Metadata save_average(const AverageRequest& request, const std::vector<std::string>& must_agree,
+                          const std::function<void(const Checkpoint&)>& check_file) {
+  const std::string& out = request.out;
+  SG_CHECK(!out.empty(), "average: no output file given");
+  SG_CHECK(request.overwrite || !fs::exists(out),
+           "average: --out {} exists; add --overwrite to replace it", out);
+  const std::vector<std::string> paths = files_to_average(request);
+  for (const std::string& p : paths) {
+    SG_CHECK(!fs::exists(out) || !fs::equivalent(out, p),
+             "average: --out {} is one of the checkpoints averaged; write the mean elsewhere", out);
+  }
+  nn::Metadata first, metadata;
+  std::vector<int64_t> steps;
+  const nn::NamedTensors mean = average_checkpoints(paths, [&](const Checkpoint& file) {
+    if (check_file) check_file(file);
+    steps.push_back(MetadataReader(file.metadata, file.path).integer("step"));
+    if (steps.size() == 1) first = file.metadata;
+    for (const std::string& key : must_agree) {
+      const auto value = [&](const nn::Metadata& md) {
+        const auto it = md.find(key);
+        return it == md.end() ? std::string("missing") : "'" + it->second + "'";
+      };
+      SG_CHECK(value(file.metadata) == value(first),
+               "average: '{}' is {} in {} but {} in {}: only checkpoints of one model can be "
+               "averaged",
+               key, value(file.metadata), file.path, value(first), paths.front());
+    }
+    metadata = file.metadata;  // the newest's, in the end
+  });
+  metadata["weights"] = "average";
+  metadata["averaged_steps"] = fmt::format("[{}]", fmt::join(steps, ", "));
+  nn::save_safetensors(out, mean, metadata);
+  return metadata;
 }
 
 }  // namespace sg::train

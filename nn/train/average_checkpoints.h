@@ -16,13 +16,39 @@
 // tensors must be equal in every file. The result lists the tensors in the first file's order.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "nn/module.h"
+#include "nn/train/checkpoint.h"
 
 namespace sg::train {
 
-nn::NamedTensors average_checkpoints(const std::vector<std::string>& paths);
+// `each_file`, when given, sees every file as it is read (its metadata, to check it is of the
+// same model), before its tensors are added.
+nn::NamedTensors average_checkpoints(
+    const std::vector<std::string>& paths,
+    const std::function<void(const Checkpoint& file)>& each_file = nullptr);
+
+// The mean as a checkpoint file of its own, what a program's `average` command writes: the
+// checkpoints named, or the newest `last` step checkpoints of the run in `run_dir`.
+struct AverageRequest {
+  std::vector<std::string> paths;  // newest last
+  std::string run_dir;             // or this run's step checkpoints
+  int64_t last = 5;
+  std::string out;
+  bool overwrite = false;
+};
+// Writes the mean to request.out with the newest (last) file's metadata, "weights" = "average"
+// and "averaged_steps" (each file's "step"), and returns that metadata. `check_file`, when given,
+// sees each file first (the program's own reading of its checkpoints), and every key of
+// `must_agree` (the format, the model's configuration, its vocabularies) must be the same in
+// every file, or the error names the key and the two files. As a run never overwrites a run,
+// `out` is replaced only with `overwrite` (it may be a run's model.safetensors, or the
+// last.safetensors a resume needs), and may not be one of the files averaged.
+nn::Metadata save_average(const AverageRequest& request, const std::vector<std::string>& must_agree,
+                          const std::function<void(const Checkpoint& file)>& check_file = nullptr);
 
 }  // namespace sg::train

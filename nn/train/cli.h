@@ -15,8 +15,11 @@
 #include <fmt/format.h>
 
 #include "autograd/error.h"
+#include "nn/train/average_checkpoints.h"
+#include "nn/train/loop_config.h"
 #include "nn/train/numbers.h"
 #include "nn/train/option_schema.h"
+#include "nn/train/trainer.h"
 
 namespace sg::train {
 
@@ -72,6 +75,41 @@ inline void copy_given(const CLI::App& app, const OptionSchema& from, const Opti
     std::visit([&](auto* source) { *std::get<decltype(source)>(to.options()[i].value) = *source; },
                o.value);
   }
+}
+
+// The flags of a training run that are not its configuration (a checkpoint keeps the config, not
+// these): where the run goes, and how this process runs it. --resume's help names the options of
+// `schema` that may change on a resume.
+inline void add_run_flags(CLI::App& cmd, TrainerOptions& options, const OptionSchema& schema) {
+  cmd.add_option("--out", options.out_dir, "the run's directory");
+  cmd.add_flag("--resume", options.resume,
+               "continue the run in --out, with the same configuration (only " +
+                   flags_that_may_change(schema.fields()) + " may change)");
+  cmd.add_flag("--overwrite", options.overwrite, "replace the run in --out");
+  cmd.add_option("--stop-after", options.stop_after,
+                 "stop at this step (resume later with --resume)")
+      ->check(integer_in(0, LoopConfig::kMaxSteps));
+  cmd.add_flag("--bf16", options.bf16,
+               "mixed precision: the forward and the loss under bfloat16 autocast (products in "
+               "bfloat16; sums, weights and the optimizer in float32)");
+  cmd.add_flag("--quiet", options.quiet, "no progress output");
+}
+
+// `average`: the mean of several checkpoints' weights as one file (average_checkpoints.h), from
+// the checkpoints named or from a run's newest step checkpoints (--run, --last).
+inline CLI::App* add_average_command(CLI::App& app, AverageRequest& request,
+                                     const std::string& what_out_is) {
+  auto* cmd =
+      app.add_subcommand("average", "the mean of several checkpoints' weights, as one model");
+  cmd->add_option("checkpoints", request.paths, "checkpoints of one model, newest last");
+  auto* run_option =
+      cmd->add_option("--run", request.run_dir, "or: a run directory, for its step checkpoints");
+  cmd->add_option("--last", request.last, "with --run: the newest this many")
+      ->check(integer_in(1, LoopConfig::kMaxAverageLast))
+      ->needs(run_option);
+  cmd->add_option("--out", request.out, what_out_is)->required();
+  cmd->add_flag("--overwrite", request.overwrite, "replace --out if it exists");
+  return cmd;
 }
 
 }  // namespace sg::train

@@ -86,6 +86,16 @@ std::vector<std::pair<int64_t, std::string>> RunDirectory::step_checkpoints() co
   return out;
 }
 
+std::vector<std::pair<int64_t, std::string>> RunDirectory::newest_step_checkpoints(
+    int64_t count) const {
+  SG_CHECK(count >= 1, "RunDirectory: the newest {} step checkpoints: count must be >= 1", count);
+  auto steps = step_checkpoints();
+  if (steps.size() > static_cast<size_t>(count)) {
+    steps.erase(steps.begin(), steps.end() - count);
+  }
+  return steps;
+}
+
 void RunDirectory::save_step(int64_t step, const nn::Module& model, const nn::Metadata& metadata,
                              int64_t keep) const {
   SG_CHECK(keep >= 1, "RunDirectory::save_step: keep must be >= 1, got {}", keep);

@@ -48,6 +48,8 @@ class RunDirectory {
 
   // The step checkpoints in the directory, (step, path), oldest first.
   std::vector<std::pair<int64_t, std::string>> step_checkpoints() const;
+  // The newest `count` of them (all of them if there are fewer), oldest first: what is averaged.
+  std::vector<std::pair<int64_t, std::string>> newest_step_checkpoints(int64_t count) const;
   // Writes the model (no optimizer) as step_checkpoint(step), then removes all step checkpoints
   // but the newest `keep` (fairseq's --keep-last-epochs).
   void save_step(int64_t step, const nn::Module& model, const nn::Metadata& metadata,

@@ -51,4 +51,18 @@ SavedRunState saved_run_state(const nn::Metadata& metadata, const std::string& s
   return s;
 }
 
+std::string describe_weights(const nn::Metadata& metadata) {
+  const auto get = [&](const std::string& key) {
+    const auto it = metadata.find(key);
+    return it == metadata.end() ? std::string() : it->second;
+  };
+  const std::string weights = get("weights"), step = get("step");
+  if (weights == "ema")
+    return fmt::format("the moving average of the weights (decay {}), step {}", get("config.ema"),
+                       step);
+  if (weights == "average")
+    return fmt::format("the mean of the weights at steps {}", get("averaged_steps"));
+  return fmt::format("the trained weights, step {}", step);
+}
+
 }  // namespace sg::train

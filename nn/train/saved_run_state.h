@@ -28,6 +28,11 @@ struct SavedRunState {
 };
 SavedRunState saved_run_state(const nn::Metadata& metadata, const std::string& source);
 
+// Which weights a checkpoint holds, in one line for people: "the moving average of the weights
+// (decay 0.999), step 35000", "the mean of the weights at steps [40, 50]", "the trained weights,
+// step 60". A file written before "weights" existed holds the trained weights.
+std::string describe_weights(const nn::Metadata& metadata);
+
 // Metrics as metadata: a JSON object of numbers (a non-finite one as null, read back as NaN).
 std::string metrics_to_json(const Metrics& metrics);
 Metrics metrics_from_json(const MetadataReader& md, const std::string& key);

@@ -266,15 +266,11 @@ struct Trainer::Loop {
   // and model.safetensors if it is the best. The model is lent for it and gets its own weights
   // back; nothing draws from the generator, so a finished run resumed later goes on unchanged.
   void average_newest() {
-    const auto checkpoints = run.step_checkpoints();
-    const size_t first = checkpoints.size() > static_cast<size_t>(o.average_last)
-                             ? checkpoints.size() - static_cast<size_t>(o.average_last)
-                             : 0;
     std::vector<std::string> paths;
     averaged_steps.clear();
-    for (size_t i = first; i < checkpoints.size(); ++i) {
-      averaged_steps.push_back(checkpoints[i].first);
-      paths.push_back(checkpoints[i].second);
+    for (const auto& [saved_step, path] : run.newest_step_checkpoints(o.average_last)) {
+      averaged_steps.push_back(saved_step);
+      paths.push_back(path);
     }
     if (paths.empty()) return;
     nn::NamedTensors trained;

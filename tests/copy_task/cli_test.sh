@@ -131,7 +131,7 @@ LC_ALL=C sed 's/"config.norm_first":"false"/"config.norm_first":"True" /' "$ckpt
 expect_error "'norm_first' = 'True' is not true or false" decode --checkpoint "$dir/true.safetensors" "1 2"
 
 # Numbers too large for their type are refused, not saturated; sizes have upper bounds.
-expect_error "--steps: '99999999999999999999' is not an integer in [0, 1000000000]" train \
+expect_error "--steps: '99999999999999999999' is not an integer in [1, 1000000000]" train \
   --steps 99999999999999999999 --out "$dir/y"
 expect_error "--batch: '4611686018427387904' is not an integer in [1, 65536]" train \
   --batch 4611686018427387904 --out "$dir/y"

@@ -25,8 +25,8 @@ inline std::string temp_dir(const std::string& name) {
 // A quick run (a few steps of the tiny model) in a fresh directory.
 inline Config quick_config() {
   Config c = Config::preset_named("tiny");
-  c.batch = 8, c.steps = 4, c.eval_every = 2, c.eval_samples = 4, c.final_samples = 4;
-  c.checkpoint_every = 2;
+  c.batch = 8, c.loop.steps = 4, c.loop.eval_every = 2, c.eval_samples = 4, c.final_samples = 4;
+  c.loop.checkpoint_every = 2;
   return c;
 }
 

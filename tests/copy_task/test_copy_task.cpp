@@ -67,7 +67,7 @@ TEST(CopyTaskDecoding, CachedEqualsRecomputed) {
 void expect_tiny_reaches_full_exact_match(bool bf16) {
   std::string dir = temp_dir(bf16 ? "e2e_bf16" : "e2e");
   Config c = Config::preset_named("tiny");
-  c.steps = 1000;
+  c.loop.steps = 1000;
   c.final_samples = 1000;
   TrainOptions o;
   o.out_dir = dir;
@@ -104,8 +104,9 @@ TEST(CopyTaskTraining, TinyReachesFullExactMatchWithBf16) {
 
 TEST(CopyTaskTraining, ResumeReproducesAnUninterruptedRun) {
   Config c = Config::preset_named("tiny");
-  c.batch = 16, c.steps = 40, c.eval_every = 10, c.eval_samples = 20, c.final_samples = 20;
-  c.checkpoint_every = 20;
+  c.batch = 16, c.loop.steps = 40, c.loop.eval_every = 10, c.eval_samples = 20,
+  c.final_samples = 20;
+  c.loop.checkpoint_every = 20;
   c.dropout = 0.1;  // dropout draws from the global generator, which must be restored too
   TrainOptions o;
   o.quiet = true;
@@ -115,7 +116,7 @@ TEST(CopyTaskTraining, ResumeReproducesAnUninterruptedRun) {
 
   o.out_dir = temp_dir("resumed");
   Config first_half = c;
-  first_half.steps = 20;
+  first_half.loop.steps = 20;
   train(first_half, o);
   o.resume = true;
   train(c, o);
@@ -136,8 +137,9 @@ TEST(CopyTaskTraining, SyncEveryChangesNoValue) {
   // metrics, log lines and checkpoints, byte for byte. 7 divides neither eval_every nor
   // checkpoint_every, so windows are cut short by evaluations and checkpoints too.
   Config c = Config::preset_named("tiny");
-  c.batch = 16, c.steps = 40, c.eval_every = 10, c.eval_samples = 20, c.final_samples = 20;
-  c.checkpoint_every = 20;
+  c.batch = 16, c.loop.steps = 40, c.loop.eval_every = 10, c.eval_samples = 20,
+  c.final_samples = 20;
+  c.loop.checkpoint_every = 20;
   c.dropout = 0.1;
   auto run = [&](int64_t sync_every) {
     TrainOptions o;
@@ -208,14 +210,14 @@ TEST(CopyTaskOptions, SyncEveryMustBePositive) {
 
 TEST(CopyTaskCheckpoint, MismatchedResumeChangesNothing) {
   Config c = Config::preset_named("tiny");
-  c.batch = 8, c.steps = 5, c.eval_every = 5, c.eval_samples = 4, c.final_samples = 4;
+  c.batch = 8, c.loop.steps = 5, c.loop.eval_every = 5, c.eval_samples = 4, c.final_samples = 4;
   TrainOptions o;
   o.quiet = true;
   o.out_dir = temp_dir("mismatch");
   train(c, o);
   auto before = fs::last_write_time(o.out_dir + "/last.safetensors");
   Config other = c;
-  other.d_model = 64, other.steps = 10;
+  other.d_model = 64, other.loop.steps = 10;
   o.resume = true;
   EXPECT_SG_ERROR(train(other, o), "--resume: the checkpoint's model");
   EXPECT_EQ(fs::last_write_time(o.out_dir + "/last.safetensors"), before);
@@ -236,7 +238,7 @@ TEST(CopyTaskAnomaly, ABlownUpLearningRateIsCaughtAtTheFirstNonFiniteOp) {
   Config c = quick_config();
   c.lr_factor = 1e30;
   c.warmup = 1;
-  c.steps = 3;
+  c.loop.steps = 3;
   TrainOptions plain = quick_options("lr_plain");
   // Without anomaly mode the trainer notices only the loss, after the step.
   EXPECT_SG_ERROR(train(c, plain), "the training loss is");

@@ -109,7 +109,7 @@ TEST(CopyTaskCheckpoint, NonFiniteWeightsAreNeverLoaded) {
 
 TEST(CopyTaskTraining, ADivergedRunStopsAndSavesNoBrokenModel) {
   Config c = quick_config();
-  c.steps = 40, c.eval_every = 1, c.checkpoint_every = 1, c.warmup = 1;
+  c.loop.steps = 40, c.loop.eval_every = 1, c.loop.checkpoint_every = 1, c.warmup = 1;
   c.lr_factor = 1e30;  // finite, but the weights blow up within a few steps
   TrainOptions o = quick_options("diverged");
   try {
@@ -171,7 +171,7 @@ TEST(CopyTaskCheckpoint, LastIsOneFileAndAMismatchedOldPairIsRefused) {
   old["step"] = "2";
   sg::nn::save_safetensors(o.out_dir + "/last.optim.safetensors", optim, old);
   o.resume = true;
-  c.steps = 6;
+  c.loop.steps = 6;
   EXPECT_SG_ERROR(train(c, o), "were not written together");
   // A matching old pair resumes, and is replaced by the one file.
   sg::nn::save_safetensors(o.out_dir + "/last.optim.safetensors", optim, file.metadata);
@@ -193,7 +193,7 @@ TEST(CopyTaskCheckpoint, StaleTemporaryFilesOfKilledWritersAreRemoved) {
   std::ofstream(alive) << "being written by a live process";
   o.resume = true;
   Config c = quick_config();
-  c.steps = 6;
+  c.loop.steps = 6;
   train(c, o);
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(alive));  // its writer may still finish
@@ -210,8 +210,8 @@ TEST(CopyTaskConfig, SizesHaveUpperBounds) {
   c.layers = 1000000;
   EXPECT_SG_ERROR(c.validate(), "--layers must be in [1, 64], got 1000000");
   c = Config::preset_named("tiny");
-  c.steps = std::numeric_limits<int64_t>::max();  // what --steps 99999999999999999999 became
-  EXPECT_SG_ERROR(c.validate(), "--steps must be in [0, 1000000000]");
+  c.loop.steps = std::numeric_limits<int64_t>::max();  // what --steps 99999999999999999999 became
+  EXPECT_SG_ERROR(c.validate(), "--steps must be in [1, 1000000000]");
   // A checkpoint's config has the same bounds.
   auto values = Config::preset_named("tiny").to_map();
   values["heads"] = "512", values["d_model"] = "512";
@@ -225,7 +225,7 @@ TEST(CopyTaskConfig, EveryKeyHasAFlagAndARuleOnResume) {
   keys.erase("preset");  // a name only
   EXPECT_EQ(with_rule, keys);
   EXPECT_EQ(sg::train::flags_that_may_change(Config::fields()),
-            "--steps, --eval-every, --eval-samples, --final-samples, --checkpoint-every");
+            "--steps, --eval-every, --checkpoint-every, --eval-samples, --final-samples");
 }
 
 TEST(CopyTaskCheckpoint, ResumeRefusesAChangedConfigurationNamingTheFlag) {
@@ -235,26 +235,27 @@ TEST(CopyTaskCheckpoint, ResumeRefusesAChangedConfigurationNamingTheFlag) {
   o.resume = true;
   // --task reverse used to train the copy model on reverse.
   Config reverse = quick_config();
-  reverse.task = "reverse", reverse.steps = 6;
+  reverse.task = "reverse", reverse.loop.steps = 6;
   EXPECT_SG_ERROR(train(reverse, o),
                   "--resume: the checkpoint's configuration differs from the requested one: --task "
                   "is copy in " +
                       o.out_dir + "/last.safetensors, reverse now");
   Config faster = quick_config();
-  faster.lr_factor = 2, faster.steps = 6;
+  faster.lr_factor = 2, faster.loop.steps = 6;
   EXPECT_SG_ERROR(train(faster, o), "--lr-factor is 1 in");
   // --bf16 used to switch on or off on --resume, without a word.
   TrainOptions in_bf16 = o;
   in_bf16.bf16 = true;
   Config more = quick_config();
-  more.steps = 6;
+  more.loop.steps = 6;
   EXPECT_SG_ERROR(train(more, in_bf16),
                   "was trained in float32, and this run asks for bfloat16 autocast: a resumed run "
                   "keeps its precision");
   EXPECT_EQ(fs::last_write_time(o.out_dir + "/last.safetensors"), before);
   // What may change: how long, how often.
   Config longer = quick_config();
-  longer.steps = 6, longer.eval_every = 3, longer.checkpoint_every = 3, longer.eval_samples = 8;
+  longer.loop.steps = 6, longer.loop.eval_every = 3, longer.loop.checkpoint_every = 3,
+  longer.eval_samples = 8;
   EXPECT_EQ(train(longer, o).steps, 6);
   fs::remove_all(o.out_dir);
 }
@@ -268,7 +269,7 @@ TEST(CopyTaskCheckpoint, AnOptimizerStepCountThatIsNotAnIntegerIsRefused) {
   const sg::nn::SafetensorsFile good = sg::nn::load_safetensors(last);
   o.resume = true;
   Config c = quick_config();
-  c.steps = 6;
+  c.loop.steps = 6;
   for (const auto& [value, message] : std::vector<std::pair<sg::Tensor, std::string>>{
            {sg::scalar_tensor(2.5, sg::kFloat64), "must be one int64 step count, got float64"},
            {sg::scalar_tensor(1.0, sg::kBool), "must be one int64 step count, got bool"},

@@ -83,7 +83,7 @@ expect_error "is one of the checkpoints averaged" average "$dir/levers/checkpoin
 # average never replaces a file unless asked: not the run's model, nor last.safetensors (which
 # resuming needs), nor its own earlier output; and --last belongs to --run.
 model_before=$(sha256sum <"$dir/levers/model.safetensors")
-expect_error "g2p average: --out $dir/levers/model.safetensors exists; add --overwrite to replace it" \
+expect_error "average: --out $dir/levers/model.safetensors exists; add --overwrite to replace it" \
   average --run "$dir/levers" --last 2 --out "$dir/levers/model.safetensors"
 [[ $(sha256sum <"$dir/levers/model.safetensors") == "$model_before" ]] ||
   { echo "FAIL: average replaced the run's model"; failures=$((failures + 1)); }

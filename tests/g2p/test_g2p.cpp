@@ -23,9 +23,9 @@ g2p::Config small_config() {
   c.data = fixture();
   c.d_model = 32, c.heads = 2, c.layers = 1, c.d_ff = 64;
   c.dropout = 0.1, c.label_smoothing = 0.0, c.schedule = "noam", c.lr_factor = 1.0;
-  c.steps = 200, c.warmup = 40, c.max_tokens = 400;
-  c.eval_every = 100, c.dev_words = 0, c.checkpoint_every = 0;
-  c.ema = 0, c.average_last = 0;  // the trained weights, as the tests below expect
+  c.loop.steps = 200, c.warmup = 40, c.max_tokens = 400;
+  c.loop.eval_every = 100, c.dev_words = 0, c.loop.checkpoint_every = 0;
+  c.loop.ema = 0, c.loop.average_last = 0;  // the trained weights, as the tests below expect
   return c;
 }
 
@@ -47,7 +47,7 @@ void expect_exact_resume(const g2p::Config& c, const std::string& dir, int64_t s
 }
 
 TEST(G2pTraining, LossFallsOnADictionarySlice) {
-  g2p::TrainOptions o{.out_dir = temp_dir("train"), .quiet = true};
+  sg::train::TrainerOptions o{.out_dir = temp_dir("train"), .quiet = true};
   g2p::TrainSummary s = g2p::train(small_config(), o);
   ASSERT_EQ(s.losses.size(), 200u);
   // From ln(vocabulary) ~ 4.2 at the start to well below half of it.
@@ -70,7 +70,7 @@ TEST(G2pTraining, LossFallsOnADictionarySlice) {
 
 TEST(G2pTraining, ResumeIsExact) {
   g2p::Config c = small_config();
-  c.steps = 30, c.eval_every = 15, c.checkpoint_every = 5;
+  c.loop.steps = 30, c.loop.eval_every = 15, c.loop.checkpoint_every = 5;
   g2p::TrainSummary whole = g2p::train(c, {.out_dir = temp_dir("whole"), .quiet = true});
   const std::string dir = temp_dir("halves");
   expect_exact_resume(c, dir, 17, whole);
@@ -124,7 +124,7 @@ TEST(G2pTraining, Schedules) {
 TEST(G2pTraining, CosinePreLnTrainsAndResumes) {
   g2p::Config c = small_config();
   c.schedule = "cosine", c.lr = 3e-3, c.norm_first = true;
-  c.steps = 60, c.warmup = 10, c.checkpoint_every = 10;
+  c.loop.steps = 60, c.warmup = 10, c.loop.checkpoint_every = 10;
   g2p::TrainSummary whole = g2p::train(c, {.out_dir = temp_dir("cos_whole"), .quiet = true});
   EXPECT_LT(mean(whole.losses, 50, 10), 0.8 * mean(whole.losses, 0, 10));
   // The schedule and the layer order travel in the checkpoint: a resume continues them exactly.
@@ -163,8 +163,8 @@ TEST(G2pTraining, MovingAverageAndCheckpointAveraging) {
   // continues it exactly. --average-last 3: the newest three step checkpoints are kept, and their
   // mean is evaluated at the end and written as averaged.safetensors.
   g2p::Config c = small_config();
-  c.steps = 60, c.eval_every = 30, c.checkpoint_every = 10;
-  c.ema = 0.99, c.average_last = 3;
+  c.loop.steps = 60, c.loop.eval_every = 30, c.loop.checkpoint_every = 10;
+  c.loop.ema = 0.99, c.loop.average_last = 3;
   const std::string whole_dir = temp_dir("ema_whole");
   g2p::TrainSummary whole = g2p::train(c, {.out_dir = whole_dir, .quiet = true});
   EXPECT_EQ(whole.averaged_steps, (std::vector<int64_t>{40, 50, 60}));
@@ -204,7 +204,7 @@ TEST(G2pTraining, Bf16TrainsLikeFloat32) {
   // --bf16: the forward and the loss under autocast. The losses differ from float32's (bfloat16
   // products) but the run learns as much.
   g2p::Config c = small_config();
-  c.steps = 100, c.eval_every = 100;
+  c.loop.steps = 100, c.loop.eval_every = 100;
   g2p::TrainSummary f32 = g2p::train(c, {.out_dir = temp_dir("f32"), .quiet = true});
   const std::string bf16_dir = temp_dir("bf16");
   g2p::TrainSummary bf16 = g2p::train(c, {.out_dir = bf16_dir, .quiet = true, .bf16 = true});
@@ -213,7 +213,7 @@ TEST(G2pTraining, Bf16TrainsLikeFloat32) {
   EXPECT_NEAR(bf16.losses.front(), f32.losses.front(), 0.02 * f32.losses.front());
   EXPECT_NEAR(mean(bf16.losses, 90, 10), mean(f32.losses, 90, 10), 0.1 * mean(f32.losses, 90, 10));
   // A resumed run keeps its precision (--bf16 used to switch on or off without a word).
-  c.steps = 120;
+  c.loop.steps = 120;
   EXPECT_SG_ERROR(g2p::train(c, {.out_dir = bf16_dir, .resume = true, .quiet = true}),
                   "was trained in bfloat16 autocast, and this run asks for float32");
   fs::remove_all(temp_dir("f32"));

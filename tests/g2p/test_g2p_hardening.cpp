@@ -12,7 +12,6 @@
 #include <fstream>
 #include <set>
 
-#include "averaging.h"
 #include "nn/train/checkpoint.h"
 #include "run_state.h"
 #include "tests/g2p/g2p_testing.h"
@@ -31,9 +30,9 @@ g2p::Config tiny_config() {
   g2p::Config c;
   c.data = fixture();
   c.d_model = 16, c.heads = 2, c.layers = 1, c.d_ff = 32;
-  c.schedule = "noam", c.steps = 6, c.warmup = 4, c.max_tokens = 400;
-  c.eval_every = 3, c.dev_words = 8, c.checkpoint_every = 3;
-  c.ema = 0, c.average_last = 0;
+  c.schedule = "noam", c.loop.steps = 6, c.warmup = 4, c.max_tokens = 400;
+  c.loop.eval_every = 3, c.dev_words = 8, c.loop.checkpoint_every = 3;
+  c.loop.ema = 0, c.loop.average_last = 0;
   return c;
 }
 
@@ -68,7 +67,7 @@ TEST(G2pHardening, EveryConfigKeyHasAFlagAndARuleOnResume) {
   for (const auto& field : g2p::Config::fields()) with_rule.insert(field.key);
   EXPECT_EQ(with_rule, keys);
   EXPECT_EQ(sg::train::flags_that_may_change(g2p::Config::fields()),
-            "--steps, --eval-every, --dev-words, --checkpoint-every, --average-last, "
+            "--steps, --eval-every, --checkpoint-every, --average-last, --dev-words, "
             "--train-words");
 }
 
@@ -138,7 +137,7 @@ TEST(G2pHardening, CheckpointsAreCheckedAndResumeKeepsTheConfiguration) {
 // generator state than the uninterrupted run, and an extension of it would train differently.
 TEST(G2pHardening, ResumingAFinishedRunChangesNothingThatALongerRunWouldSee) {
   g2p::Config c = tiny_config();
-  c.average_last = 2;
+  c.loop.average_last = 2;
   const std::string straight = temp_dir("straight"), resumed = temp_dir("finished");
   g2p::train(c, {.out_dir = straight, .quiet = true});
   g2p::train(c, {.out_dir = resumed, .quiet = true});
@@ -146,13 +145,13 @@ TEST(G2pHardening, ResumingAFinishedRunChangesNothingThatALongerRunWouldSee) {
   sg::manual_seed(123);
   const uint64_t before = sg::default_generator().state();
   g2p::read_checkpoint(resumed + "/last.safetensors");
-  g2p::average_models(g2p::newest_step_checkpoints(resumed, 2));
+  g2p::save_average({.run_dir = resumed, .last = 2, .out = resumed + "/mean.safetensors"});
   EXPECT_EQ(sg::default_generator().state(), before) << "reading checkpoints drew numbers";
 
   // The finished run resumed (no step to train, the average again), then both extended.
   g2p::train(c, {.out_dir = resumed, .resume = true, .quiet = true});
   g2p::Config longer = c;
-  longer.steps = 9;
+  longer.loop.steps = 9;
   g2p::train(longer, {.out_dir = straight, .resume = true, .quiet = true});
   g2p::train(longer, {.out_dir = resumed, .resume = true, .quiet = true});
   const sg::nn::SafetensorsFile a = sg::nn::load_safetensors(straight + "/last.safetensors");

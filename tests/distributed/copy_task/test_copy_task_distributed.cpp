@@ -25,8 +25,9 @@ std::string shared_dir(const std::string& name) {
 
 Config small_config() {
   Config c = Config::preset_named("tiny");
-  c.batch = 16, c.steps = 40, c.eval_every = 10, c.eval_samples = 20, c.final_samples = 20;
-  c.checkpoint_every = 20;
+  c.batch = 16, c.loop.steps = 40, c.loop.eval_every = 10, c.eval_samples = 20,
+  c.final_samples = 20;
+  c.loop.checkpoint_every = 20;
   return c;
 }
 
@@ -46,7 +47,7 @@ TEST(DistributedCopyTaskTest, ResumedRunContinuesAsAnUninterruptedOne) {
 
   o.out_dir = shared_dir("resumed");
   Config first_half = c;
-  first_half.steps = 20;
+  first_half.loop.steps = 20;
   train(first_half, o);
   group->barrier();  // rank 0's checkpoint is on disk before any rank reads it
   o.resume = true;
@@ -64,7 +65,7 @@ TEST(DistributedCopyTaskTest, ResumedRunContinuesAsAnUninterruptedOne) {
 TEST(DistributedCopyTaskTest, TwoRanksTrainAsOneProcessWithTheWholeBatch) {
   auto group = sg::distributed::default_group();
   Config c = small_config();
-  c.steps = 20;
+  c.loop.steps = 20;
   TrainOptions o;
   o.quiet = true, o.distributed = true;
   o.out_dir = shared_dir("ranks");
@@ -101,7 +102,7 @@ std::pair<std::vector<double>, std::vector<double>> straight_and_resumed(const C
   const std::string straight = o.out_dir;
   o.out_dir = shared_dir(name + "_resumed");
   Config first_half = c;
-  first_half.steps = c.steps / 2;
+  first_half.loop.steps = c.loop.steps / 2;
   train(first_half, o);
   group->barrier();
   o.resume = true;
@@ -127,7 +128,7 @@ TEST(DistributedCopyTaskTest, EachRankHasItsOwnDropoutStreamAndResumesIt) {
   }
   // The streams differ between ranks, and the checkpoint keeps one per rank.
   o.out_dir = shared_dir("streams");
-  c.steps = 2;
+  c.loop.steps = 2;
   train(c, o);
   group->barrier();
   if (group->rank() == 0) {
@@ -147,7 +148,7 @@ TEST(DistributedCopyTaskTest, PaddedBatchesTakeTheMeanOverEveryRanksTokens) {
   auto group = sg::distributed::default_group();
   Config c = small_config();
   c.min_len = 3;  // lengths 3..10: the ranks' rows hold different numbers of tokens
-  c.steps = 10;
+  c.loop.steps = 10;
   TrainOptions o;
   o.quiet = true, o.distributed = true;
   o.out_dir = shared_dir("padded");
@@ -205,7 +206,7 @@ TEST(DistributedCopyTaskTest, ZeroOneTrainsBitForBitAsWithoutItAndItsCheckpoints
   plain.zero1 = false, plain.resume = true;
   plain.out_dir = shared_dir("zero1");
   Config longer = c;
-  longer.steps = 50;
+  longer.loop.steps = 50;
   train(longer, plain);
   o.out_dir = shared_dir("unsharded"), o.zero1 = false, o.resume = true;
   train(longer, o);

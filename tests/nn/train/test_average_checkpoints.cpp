@@ -1,9 +1,11 @@
 // Tests for nn/train/average_checkpoints.cpp: the mean of checkpoints' weights against PyTorch's
 // (summed in float64) and by hand, the optimizer and the moving average left out, integer
-// counters as fairseq averages them, and files that do not match or hold NaNs refused by name.
+// counters as fairseq averages them, and files that do not match or hold NaNs refused by name;
+// save_average, the file a program's `average` command writes.
 #include "nn/train/average_checkpoints.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "nn/linear.h"
@@ -11,6 +13,8 @@
 #include "nn/safetensors.h"
 #include "nn/serialize.h"
 #include "nn/train/checkpoint.h"
+#include "nn/train/run_directory.h"
+#include "nn/train/saved_run_state.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/golden.h"
 #include "tests/support/testing.h"
@@ -123,6 +127,90 @@ TEST(CheckpointAveraging, MismatchedAndNonFiniteFilesAreRefusedByName) {
   nn::save_safetensors(b, {{"optimizer.step", ones({1}, kInt64)}});
   EXPECT_SG_ERROR(average_checkpoints({b}),
                   "average_checkpoints: " + b + " holds no model tensors");
+}
+
+// A step checkpoint of a one-tensor model: its weight, its step, the config key "config.width".
+void save_step_file(const std::string& path, double weight, int64_t step,
+                    const std::string& width = "2") {
+  nn::save_safetensors(path, {{"w", full({2}, weight)}},
+                       {{"step", std::to_string(step)}, {"config.width", width}, {"note", path}});
+}
+
+TEST(CheckpointAveraging, SaveAverageWritesTheMeanWithTheNewestMetadata) {
+  TempDir dir;
+  const RunDirectory run(dir.path().string());
+  for (int64_t step : {10, 20, 30}) {
+    save_step_file(run.step_checkpoint(step), static_cast<double>(step), step);
+  }
+  EXPECT_EQ(run.newest_step_checkpoints(2),
+            (std::vector<std::pair<int64_t, std::string>>{{20, run.step_checkpoint(20)},
+                                                          {30, run.step_checkpoint(30)}}));
+  EXPECT_EQ(run.newest_step_checkpoints(9).size(), 3u);
+
+  std::vector<std::string> seen;
+  const std::string out = dir / "mean.safetensors";
+  const nn::Metadata written =
+      save_average({.run_dir = dir.path().string(), .last = 2, .out = out}, {"config.width"},
+                   [&](const Checkpoint& file) { seen.push_back(file.path); });
+  EXPECT_EQ(seen, (std::vector<std::string>{run.step_checkpoint(20), run.step_checkpoint(30)}));
+  const nn::SafetensorsFile file = nn::load_safetensors(out);
+  EXPECT_TRUE(tensors_near(file.tensors.at(0).second, full({2}, 25.0), 0, 0));
+  EXPECT_EQ(file.metadata, written);
+  EXPECT_EQ(written.at("note"), run.step_checkpoint(30));  // the newest file's
+  EXPECT_EQ(written.at("weights"), "average");
+  EXPECT_EQ(written.at("averaged_steps"), "[20, 30]");
+  EXPECT_EQ(describe_weights(written), "the mean of the weights at steps [20, 30]");
+  EXPECT_EQ(describe_weights({{"weights", "ema"}, {"config.ema", "0.99"}, {"step", "7"}}),
+            "the moving average of the weights (decay 0.99), step 7");
+  EXPECT_EQ(describe_weights({{"step", "7"}}), "the trained weights, step 7");
+
+  // Named files, in the order given (the newest last).
+  save_average(
+      {.paths = {run.step_checkpoint(30), run.step_checkpoint(10)}, .out = out, .overwrite = true},
+      {});
+  EXPECT_EQ(nn::load_safetensors(out).metadata.at("averaged_steps"), "[30, 10]");
+}
+
+TEST(CheckpointAveraging, SaveAverageRefusesToOverwriteOrToMixModels) {
+  TempDir dir;
+  const RunDirectory run(dir.path().string());
+  save_step_file(run.step_checkpoint(1), 1, 1);
+  save_step_file(run.step_checkpoint(2), 2, 2);
+  const std::string out = dir / "mean.safetensors";
+  EXPECT_SG_ERROR(save_average({.out = out}, {}),
+                  "average: give either checkpoints or a run directory, not neither");
+  EXPECT_SG_ERROR(
+      save_average({.paths = {run.step_checkpoint(1)}, .run_dir = dir.path().string(), .out = out},
+                   {}),
+      "not both");
+  EXPECT_SG_ERROR(save_average({.run_dir = dir / "empty", .out = out}, {}),
+                  "average: " + (dir / "empty") + " has no step checkpoints");
+  // A run's file is never replaced without --overwrite, and never by the mean of itself.
+  EXPECT_SG_ERROR(
+      save_average({.run_dir = dir.path().string(), .out = run.step_checkpoint(2)}, {}),
+      "average: --out " + run.step_checkpoint(2) + " exists; add --overwrite to replace it");
+  EXPECT_SG_ERROR(
+      save_average(
+          {.run_dir = dir.path().string(), .out = run.step_checkpoint(2), .overwrite = true}, {}),
+      "is one of the checkpoints averaged; write the mean elsewhere");
+  EXPECT_EQ(nn::load_safetensors(run.step_checkpoint(2)).metadata.at("step"), "2");
+
+  // Files of another model: the keys that must agree are compared with the first file's.
+  save_step_file(run.step_checkpoint(3), 3, 3, "4");
+  EXPECT_SG_ERROR(save_average({.run_dir = dir.path().string(), .out = out}, {"config.width"}),
+                  "average: 'config.width' is '4' in " + run.step_checkpoint(3) + " but '2' in " +
+                      run.step_checkpoint(1) + ": only checkpoints of one model can be averaged");
+  nn::save_safetensors(run.step_checkpoint(3), {{"w", full({2}, 3.0)}}, {{"step", "3"}});
+  EXPECT_SG_ERROR(save_average({.run_dir = dir.path().string(), .out = out}, {"config.width"}),
+                  "'config.width' is missing in");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  // The program's own check of each file comes first.
+  EXPECT_SG_ERROR(save_average({.run_dir = dir.path().string(), .out = out}, {},
+                               [](const Checkpoint& file) {
+                                 SG_CHECK(file.metadata.count("config.width"),
+                                          "{}: not one of ours", file.path);
+                               }),
+                  run.step_checkpoint(3) + ": not one of ours");
 }
 
 }  // namespace
