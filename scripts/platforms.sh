@@ -6,9 +6,10 @@
 #   bash scripts/platforms.sh kernels clang   # some of them
 # Legs:
 #   kernels   the whole suite (build/) once per OpenBLAS kernel family: Haswell (Intel AVX2
-#             laptops), Zen (AMD Zen 1-3), SkylakeX, Cooperlake, Sandybridge; the family this
-#             CPU gets is the main run's, and is not run twice; SkylakeX and Cooperlake only
-#             where the CPU has AVX-512 (elsewhere they stop at an illegal instruction)
+#             laptops), Zen (AMD Zen 1-3), SkylakeX, Cooperlake, Sandybridge; a family whose
+#             products are bit for bit those of one already run (the main run's first) is not
+#             run twice (scripts/blas_fingerprint.py); SkylakeX and Cooperlake only where the CPU
+#             has AVX-512 (elsewhere they stop at an illegal instruction)
 #   avx2      the whole suite with SCRATCHGRAD_CPU_FEATURES=avx2: every AVX-512 path off (on a
 #             CPU without AVX-512 that is the main run, not run twice)
 #   valgrind  the CPU-kernel tests under valgrind's memcheck, which emulates a CPU without
@@ -17,8 +18,9 @@
 #             refused with the reason, not killed by an illegal instruction
 #   arm64     the library, examples and tests cross-compiled for ARM64 (Debian's cross compiler,
 #             cmake/toolchains/aarch64-linux-gnu.cmake), the chapter tests run under qemu-aarch64
-#   clang     Clang 16 with libc++ 16, warnings as errors, every test (bench/ left out: Debian's
-#             Google Benchmark is built for libstdc++)
+#   clang     Clang 16 with libc++ 16 under AddressSanitizer, LeakSanitizer and UBSan, warnings
+#             as errors, every test but the install test and the end-to-end runs (bench/ left
+#             out: Debian's Google Benchmark is built for libstdc++)
 # A leg whose tools are missing fails (install them: scripts/install_deps.sh --platforms); it
 # never skips quietly. BUILD_DIR (default build) is the main build, made by scripts/test.sh.
 set -euo pipefail
@@ -62,23 +64,40 @@ suite() { (cd "$build_dir" && env "$@" OPENBLAS_NUM_THREADS=1 ctest --parallel "
 # time in each of the six runs below.
 kernel_blind='CheckpointFuzz|SerializeTorchInterop|find_divergence|distributed\.copy_task\.cli$'
 
+# "<family> <hash>": the OpenBLAS family the build's programs run under these variables, and the
+# bits of its products.
+blas_fingerprint() {
+  env "$@" OPENBLAS_NUM_THREADS=1 python3 scripts/blas_fingerprint.py "$build_dir/tests/autograd_tests"
+}
+
 leg_kernels() {
   main_build
-  # The family the main run used (OpenBLAS's choice for this CPU, or OPENBLAS_CORETYPE) already
-  # ran the whole suite: running it again would repeat that run bit for bit.
-  local probe main_core=
+  need python3
+  # A family whose products are the bits of one already run gives the suite the same numbers:
+  # the suite runs once per fingerprint of sgemm and dgemm (scripts/blas_fingerprint.py), the main
+  # run's (OpenBLAS's choice for this CPU, or OPENBLAS_CORETYPE) first. OpenBLAS's Zen family uses
+  # its Haswell kernels; on a CPU without AVX512-BF16 its Cooperlake family is SkylakeX.
+  # The main run's family is the one its programs report: where OpenBLAS falls back to old
+  # kernels on a CPU it does not know, scratchgrad switches to a fast family as it starts.
+  local probe main_core= out family seen
   probe=$(OPENBLAS_NUM_THREADS=1 "$build_dir/examples/04_matmul" --quick)
   [[ $probe =~ OpenBLAS\ kernels:\ ([A-Za-z0-9]+), ]] && main_core=${BASH_REMATCH[1]}
+  out=$(blas_fingerprint ${main_core:+OPENBLAS_CORETYPE=$main_core})
+  read -r family seen <<<"$out"
+  local -A run_by=(["$seen"]="$family (the main run)")
   for core in Haswell Zen SkylakeX Cooperlake Sandybridge; do
-    if [[ ${core,,} == "${main_core,,}" ]]; then
-      section "OpenBLAS's $core kernels: the main run's own (this CPU's), not run again"
-      continue
-    fi
     if [[ $core == SkylakeX || $core == Cooperlake ]] && ! has_avx512; then
       section "OpenBLAS's $core kernels: they need AVX-512, which this CPU has not (not run)"
       continue
     fi
-    section "the whole suite on OpenBLAS's $core kernels"
+    out=$(blas_fingerprint OPENBLAS_CORETYPE=$core)
+    read -r family seen <<<"$out"
+    if [[ -n ${run_by[$seen]:-} ]]; then
+      section "OpenBLAS's $core kernels ($family): the products of ${run_by[$seen]}, bit for bit (not run again)"
+      continue
+    fi
+    run_by[$seen]=$core
+    section "the whole suite on OpenBLAS's $core kernels ($family)"
     suite OPENBLAS_CORETYPE=$core
   done
 }
@@ -148,16 +167,26 @@ leg_arm64() {
     --timeout 900)
 }
 
+# One build serves two checks that each took a whole build and test run: the second compiler and
+# standard library (Clang 16, libc++ 16, its warnings as errors), and the sanitizers. -O1 -g1:
+# the line tables the sanitizers' stack traces need, quicker to compile than -g. The install test
+# and the end-to-end training runs are left out (minutes each under ASan; the Release legs run
+# them).
 leg_clang() {
   need clang++-16
-  section "Clang 16 with libc++ 16, warnings as errors (build-clang)"
+  section "Clang 16 with libc++ 16, AddressSanitizer + LeakSanitizer + UBSan, warnings as errors (build-clang)"
   CC=clang-16 CXX=clang++-16 cmake --fresh -S . -B build-clang -G Ninja \
-    -DCMAKE_BUILD_TYPE=Release -DSCRATCHGRAD_WERROR=ON -DSCRATCHGRAD_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g1 -O1" \
+    -DSCRATCHGRAD_SANITIZE=address,undefined -DSCRATCHGRAD_WERROR=ON -DSCRATCHGRAD_CUDA=OFF \
     -DSCRATCHGRAD_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS="-stdlib=libc++" \
     -DCMAKE_EXE_LINKER_FLAGS="-stdlib=libc++"
   cmake --build build-clang --parallel "$jobs"
-  (cd build-clang && OPENBLAS_NUM_THREADS=1 ctest --parallel "$jobs" --output-on-failure \
-    --label-exclude install)
+  (
+    cd build-clang
+    export ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:check_initialization_order=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    OPENBLAS_NUM_THREADS=1 ctest --parallel "$jobs" --output-on-failure --label-exclude "install|e2e"
+  )
 }
 
 for leg in "${legs[@]}"; do
