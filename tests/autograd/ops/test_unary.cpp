@@ -64,6 +64,16 @@ TEST(UnaryTest, DtypeRules) {
   EXPECT_EQ(sqrt(abs(i)).dtype(), kFloat32);
   EXPECT_EQ(relu(i).to_vector<int64_t>(), (std::vector<int64_t>{0, 3}));
   EXPECT_EQ(clamp(i, 0, 1).to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  // Bounds beyond int64's range are its own bounds: INT64_MAX as a double is 2^63, one past it,
+  // and a double out of range has no int64 value (converting it is undefined behaviour).
+  const std::vector<int64_t> extremes = {std::numeric_limits<int64_t>::max(),
+                                         std::numeric_limits<int64_t>::lowest(), -5};
+  Tensor e = from_vector(extremes, {3});
+  EXPECT_EQ(clamp(e, -1e300, 1e300).to_vector<int64_t>(), extremes);
+  EXPECT_EQ(clamp(e, std::nullopt, 9.3e18).to_vector<int64_t>(), extremes);
+  EXPECT_EQ(clamp(e, -3.0, std::nullopt).to_vector<int64_t>(),
+            (std::vector<int64_t>{extremes[0], -3, -3}));
+  EXPECT_SG_ERROR(clamp(e, std::nan(""), 1.0), "clamp: NaN is not a parameter for int64 tensors");
   Tensor b = tensor({0, 1}).to(kBool);
   EXPECT_SG_ERROR(neg(b), "neg: not defined for bool tensors");
   EXPECT_EQ(logical_not(b).to_vector<bool>(), (std::vector<bool>{true, false}));
