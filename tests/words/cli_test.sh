@@ -32,6 +32,13 @@ expect_error "pass --resume to continue it or --overwrite to start over" train "
 expect_error "--layers is 2 in $dir/run/last.safetensors, 3 now" train "${small[@]}" --steps 40 \
   --layers 3 --resume --out "$dir/run"
 expect_ok "trained 60 steps" train "${small[@]}" --steps 60 --layers 2 --resume --out "$dir/run"
+# The library's run flags: a bfloat16 run stopped halfway resumes only in bfloat16.
+expect_ok "trained 20 steps" train "${small[@]}" --steps 40 --layers 2 --bf16 --stop-after 20 \
+  --out "$dir/bf16"
+expect_error "was trained in bfloat16" train "${small[@]}" --steps 40 --layers 2 --resume \
+  --out "$dir/bf16"
+expect_ok "trained 40 steps" train "${small[@]}" --steps 40 --layers 2 --bf16 --resume \
+  --out "$dir/bf16"
 
 expect_error "--layers: '65' is not an integer in [1, 64]" train --layers 65 --out "$dir/x"
 expect_error "--dropout: '1.5' is not a number in [0, 0.99]" train --dropout 1.5 --out "$dir/x"
