@@ -3,13 +3,11 @@
 #include <filesystem>
 #include <map>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "nn/safetensors.h"
 #include "nn/train/checkpoint.h"
 #include "nn/train/metadata.h"
 #include "nn/train/run_directory.h"
+#include "nn/train/saved_run_state.h"
 
 namespace sg::train {
 
@@ -150,8 +148,7 @@ nn::Metadata save_average(const AverageRequest& request, const std::vector<std::
     }
     metadata = file.metadata;  // the newest's, in the end
   });
-  metadata["weights"] = "average";
-  metadata["averaged_steps"] = fmt::format("[{}]", fmt::join(steps, ", "));
+  mark_as_average(metadata, steps);
   nn::save_safetensors(out, mean, metadata);
   return metadata;
 }

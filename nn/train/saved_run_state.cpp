@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
@@ -49,6 +50,11 @@ SavedRunState saved_run_state(const nn::Metadata& metadata, const std::string& s
     }
   }
   return s;
+}
+
+void mark_as_average(nn::Metadata& metadata, const std::vector<int64_t>& steps) {
+  metadata["weights"] = "average";
+  metadata["averaged_steps"] = fmt::format("[{}]", fmt::join(steps, ", "));
 }
 
 std::string describe_weights(const nn::Metadata& metadata) {

@@ -28,6 +28,10 @@ struct SavedRunState {
 };
 SavedRunState saved_run_state(const nn::Metadata& metadata, const std::string& source);
 
+// Marks metadata as the mean of the checkpoints of these steps: "weights" = "average" and
+// "averaged_steps" = "[40, 50]", as saved_run_state reads them back.
+void mark_as_average(nn::Metadata& metadata, const std::vector<int64_t>& steps);
+
 // Which weights a checkpoint holds, in one line for people: "the moving average of the weights
 // (decay 0.999), step 35000", "the mean of the weights at steps [40, 50]", "the trained weights,
 // step 60". A file written before "weights" existed holds the trained weights.

@@ -126,7 +126,7 @@ struct Trainer::Loop {
     md["weights"] = weights;
     md["precision"] = precision_name(o.bf16);
     if (weights == "average") {
-      md["averaged_steps"] = fmt::format("[{}]", fmt::join(averaged_steps, ", "));
+      mark_as_average(md, averaged_steps);
       md["averaged_metrics"] = metrics_to_json(averaged);
     }
     return md;
