@@ -6,7 +6,8 @@ library needed): what chapter 12b shows of its 45-minute runs.
         "scratchgrad=runs/g2p/metrics.json" "PyTorch 2.x=torch_g2p.json"
 
 Each input is LABEL=FILE, FILE the --metrics-json of `g2p train` or the --json of
-bench/torch_g2p.py: both hold "evals", a list of {"step", "dev_wer", "wall_seconds"}.
+bench/torch_g2p.py: both hold "evals", a list of {"step", "dev_wer", and the seconds of training:
+"train_seconds" (scratchgrad) or "wall_seconds" (PyTorch)}.
 """
 import argparse
 import json
@@ -31,7 +32,8 @@ def main():
             evals = json.load(f)["evals"]
         if not evals:
             p.error(f"{path} has no evaluations")
-        series.append((label, [(e["wall_seconds"] / 60, 100 * e["dev_wer"]) for e in evals]))
+        seconds = [e.get("train_seconds", e.get("wall_seconds")) for e in evals]
+        series.append((label, [(s / 60, 100 * e["dev_wer"]) for s, e in zip(seconds, evals)]))
     xs = [x for _, pts in series for x, _ in pts]
     ys = [y for _, pts in series for _, y in pts]
     x_max = max(5.0, math.ceil(max(xs) / 5) * 5)

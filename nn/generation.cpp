@@ -300,4 +300,38 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tens
   return finished;
 }
 
+std::vector<std::vector<int64_t>> generate_in_batches(
+    Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sources,
+    const GenerationOptions& options, const BeamSearchOptions& beam, int64_t batch_size,
+    Device device) {
+  SG_CHECK(batch_size > 0, "generate_in_batches: batch_size must be positive, got {}", batch_size);
+  SG_CHECK(beam.beam_size >= 1, "generate_in_batches: beam_size must be at least 1, got {}",
+           beam.beam_size);
+  SG_CHECK(options.pad >= 0, "generate_in_batches: sources are padded, so pad must be a token id");
+  std::vector<std::vector<int64_t>> out;
+  for (size_t first = 0; first < sources.size(); first += static_cast<size_t>(batch_size)) {
+    const size_t rows = std::min(sources.size() - first, static_cast<size_t>(batch_size));
+    size_t longest = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      SG_CHECK(!sources[first + r].empty(), "generate_in_batches: source {} is empty", first + r);
+      longest = std::max(longest, sources[first + r].size());
+    }
+    std::vector<int64_t> ids(rows * longest, options.pad);
+    for (size_t r = 0; r < rows; ++r) {
+      std::copy(sources[first + r].begin(), sources[first + r].end(),
+                ids.begin() + static_cast<std::ptrdiff_t>(r * longest));
+    }
+    const Tensor src =
+        from_vector(ids, {static_cast<int64_t>(rows), static_cast<int64_t>(longest)}).to(device);
+    if (beam.beam_size == 1) {
+      for (auto& tokens : greedy_search(model, src, options)) out.push_back(std::move(tokens));
+    } else {
+      for (auto& best : beam_search(model, src, options, beam)) {
+        out.push_back(std::move(best.front().tokens));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace sg::nn

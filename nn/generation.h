@@ -8,6 +8,7 @@
 //   auto beams = sg::nn::beam_search(model, src, g, {.beam_size = 5});   // B lists, best first
 //   auto drawn = sg::nn::sample(model, src, g, {.temperature = 0.8, .top_k = 5, .seed = 1});
 //   auto words = sg::nn::sample(language_model, /*rows=*/10, g, {.temperature = 0.8});
+//   auto all = sg::nn::generate_in_batches(model, {{5, 6, 7}, {8, 9}}, g, {.beam_size = 5});
 //
 // Every search returns the generated tokens only: no <bos>, and no <eos> (a sequence stops there).
 // With eos = -1 there is no end symbol and every sequence has max_length tokens (the copy task).
@@ -104,6 +105,15 @@ std::vector<std::vector<int64_t>> greedy_search(LanguageModel& model, int64_t ro
 std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tensor& src,
                                                  const GenerationOptions& options,
                                                  const BeamSearchOptions& beam);
+
+// Any number of sources, each a list of token ids: padded with options.pad into batches of
+// batch_size rows (a batch's memory grows with its rows times beam_size) on `device`, and decoded
+// by greedy search when beam.beam_size is 1, else by beam search, keeping each source's best.
+// What a program that decodes a file or a split calls; the result is in the sources' order.
+std::vector<std::vector<int64_t>> generate_in_batches(
+    Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sources,
+    const GenerationOptions& options, const BeamSearchOptions& beam = {.beam_size = 1},
+    int64_t batch_size = 128, Device device = Device::cpu());
 
 // Draws every token from softmax(logits / temperature), restricted to the top_k; seeded, so the
 // same seed gives the same sequences.

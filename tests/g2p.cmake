@@ -1,7 +1,7 @@
 # Tests of examples/g2p: its library (gtest, label ch12b: short runs on the committed dictionary
 # slice, seconds in Release) and its command line (a script).
 if(TARGET g2p_lib)
-  add_executable(g2p_tests g2p/test_g2p.cpp g2p/test_g2p_hardening.cpp g2p/test_g2p_scoring.cpp)
+  add_executable(g2p_tests g2p/test_g2p.cpp g2p/test_g2p_hardening.cpp g2p/test_g2p_split.cpp)
   target_link_libraries(g2p_tests PRIVATE sg_test_support g2p_lib)
   target_compile_definitions(g2p_tests PRIVATE SG_TEST_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
   sg_set_warnings(g2p_tests)

@@ -3,13 +3,62 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "nn/data/cmudict.h"
+#include <filesystem>
+#include <utility>
+
+#include "g2p_data.h"
+#include "nn/atomic_file.h"
+#include "nn/data/pronouncing_dictionary.h"
 #include "nn/train/cli.h"
 #include "nn/train/metrics_log.h"
 #include "report.h"
-#include "scoring.h"
 
 namespace g2p {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The words one per line: the list another system pronounces.
+std::string word_list(const std::vector<Word>& words) {
+  std::string out;
+  for (const Word& w : words) out += w.spelling + "\n";
+  return out;
+}
+
+SplitSummary summarize(const std::string& name, const std::vector<Word>& words) {
+  SplitSummary s{.name = name};
+  s.words = static_cast<int64_t>(words.size());
+  for (const Word& w : words) s.pronunciations += static_cast<int64_t>(w.pronunciations.size());
+  return s;
+}
+
+}  // namespace
+
+std::vector<SplitSummary> write_split(const std::string& dict_path, const std::string& dir,
+                                      bool overwrite) {
+  const Dataset d = load_dataset(dict_path);
+  std::vector<SplitSummary> summaries = {summarize("train", d.train), summarize("dev", d.dev),
+                                         summarize("test", d.test)};
+  std::vector<std::pair<std::string, std::string>> files;  // path, text
+  const auto add = [&](SplitSummary& s, const std::string& file, std::string text) {
+    s.files.push_back((fs::path(dir) / file).string());
+    files.emplace_back(s.files.back(), std::move(text));
+  };
+  add(summaries[0], "train.dict", sg::data::to_cmudict(d.train));
+  add(summaries[1], "dev.dict", sg::data::to_cmudict(d.dev));
+  add(summaries[1], "dev.words", word_list(d.dev));
+  add(summaries[2], "test.dict", sg::data::to_cmudict(d.test));
+  add(summaries[2], "test.words", word_list(d.test));
+  // Every file is checked before any is written, so a refusal leaves the directory as it was
+  // rather than a mix of two splits. symlink_status: a dangling link is a file there too.
+  for (const auto& [path, text] : files) {
+    SG_CHECK(overwrite || !fs::exists(fs::symlink_status(path)),
+             "g2p split: {} exists (give --overwrite to replace it)", path);
+  }
+  for (const auto& [path, text] : files) sg::nn::write_file_atomically(path, text, "g2p split");
+  return summaries;
+}
 
 CLI::App* add_split_command(CLI::App& app, SplitArgs& a) {
   auto* cmd = app.add_subcommand(
@@ -52,9 +101,9 @@ CLI::App* add_score_command(CLI::App& app, ScoreArgs& a) {
   return cmd;
 }
 
-// Another system's predictions, scored by the rule eval scores the model by (score()).
+// Another system's predictions, scored by the rule eval scores the model by.
 int run_score(const ScoreArgs& a) {
-  const Comparison c = compare(a.reference, a.predictions);
+  const sg::data::Comparison c = sg::data::compare_predictions(a.reference, a.predictions);
   if (c.missing > 0) {
     fmt::print(stderr,
                "g2p score: warning: {} of the {} words of {} have no prediction in {}: each is "
@@ -63,7 +112,7 @@ int run_score(const ScoreArgs& a) {
   }
   if (c.extra > 0)
     fmt::print("note: {} predicted words are not in {}: ignored\n", c.extra, a.reference);
-  const ErrorRates r = score(c.words, c.predicted);
+  const ErrorRates r = sg::data::score_pronunciations(c.words, c.predicted);
   print_error_rates(fmt::format("{} ({} words)", a.predictions, r.words), r);
   int64_t shown = 0;
   for (size_t i = 0; i < c.words.size() && shown < a.errors; ++i)

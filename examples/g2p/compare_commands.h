@@ -2,14 +2,38 @@
 // "Scoring another system's predictions"):
 //   g2p split --data cmudict.dict --out DIR      the model's split, as dictionary files
 //   g2p score DIR/test.dict PRED                 PRED scored by the rule g2p eval uses
+//
+// Published G2P numbers come from different splits and scoring rules (docs/12b-g2p.md), so the
+// only fair comparison runs the other system here. `split` writes the model's split as files that
+// system can train on and pronounce:
+//   DIR/train.dict  DIR/dev.dict  DIR/test.dict    cmudict format, alternates as "word(2)"
+//   DIR/dev.words   DIR/test.words                 one word per line: what it must pronounce
+// `score` reads its predictions back (sg::data::compare_predictions) and scores them with
+// sg::data::score_pronunciations, which is what `g2p eval` scores the model with, so the two
+// results agree to the last digit.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace g2p {
+
+// What write_split wrote for one split.
+struct SplitSummary {
+  std::string name;  // "train", "dev", "test"
+  int64_t words = 0, pronunciations = 0;
+  std::vector<std::string> files;  // the paths written
+};
+
+// Writes the split of the dictionary at `dict_path` into `dir` (created if missing): the words
+// come from load_dataset, so they are exactly those the model trains and is evaluated on. Each
+// file is written atomically. A file that already exists is an error naming it unless
+// `overwrite`; then nothing at all is written.
+std::vector<SplitSummary> write_split(const std::string& dict_path, const std::string& dir,
+                                      bool overwrite);
 
 struct SplitArgs {
   std::string data, out;

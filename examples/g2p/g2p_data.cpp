@@ -1,8 +1,6 @@
 #include "g2p_data.h"
 
 #include <algorithm>
-#include <cctype>
-#include <unordered_map>
 
 namespace g2p {
 
@@ -35,17 +33,6 @@ std::optional<std::string> unspellable(const std::string& word, const Vocabulary
   return std::nullopt;
 }
 
-std::vector<Word> group_by_word(std::vector<sg::data::Pronunciation> entries) {
-  std::vector<Word> words;
-  std::unordered_map<std::string, size_t> index;
-  for (auto& e : entries) {
-    auto [it, inserted] = index.emplace(e.word, words.size());
-    if (inserted) words.push_back({e.word, {}});
-    words[it->second].pronunciations.push_back(std::move(e.phonemes));
-  }
-  return words;
-}
-
 Dataset load_dataset(const std::string& dict_path) {
   std::vector<sg::data::Pronunciation> entries = sg::data::read_cmudict(dict_path);
   for (const auto& e : entries) {
@@ -57,7 +44,7 @@ Dataset load_dataset(const std::string& dict_path) {
              dict_path, e.line, e.word, e.phonemes.size(), kMaxPhonemes);
   }
   Dataset d;
-  for (Word& w : group_by_word(std::move(entries))) {
+  for (Word& w : sg::data::group_by_word(std::move(entries))) {
     switch (sg::data::split_of(w.spelling)) {
       case sg::data::Split::kTrain:
         d.train.push_back(std::move(w));
@@ -95,7 +82,7 @@ std::vector<sg::data::SequencePair> training_pairs(const std::vector<Word>& word
                                                    const Vocabulary& phonemes) {
   std::vector<sg::data::SequencePair> pairs;
   for (const Word& w : words) {
-    std::vector<int64_t> source = letters.encode(sg::data::letters_of(w.spelling));
+    std::vector<int64_t> source = letter_ids(w.spelling, letters);
     for (const auto& p : w.pronunciations) {
       std::vector<int64_t> target{Vocabulary::kBos};
       for (int64_t id : phonemes.encode(p)) target.push_back(id);
@@ -106,23 +93,8 @@ std::vector<sg::data::SequencePair> training_pairs(const std::vector<Word>& word
   return pairs;
 }
 
-sg::Tensor encode_words(const std::vector<std::string>& words, const Vocabulary& letters) {
-  size_t longest = 0;
-  for (const auto& w : words) longest = std::max(longest, w.size());
-  std::vector<int64_t> ids(words.size() * longest, Vocabulary::kPad);
-  for (size_t r = 0; r < words.size(); ++r) {
-    auto encoded = letters.encode(sg::data::letters_of(words[r]));
-    std::copy(encoded.begin(), encoded.end(),
-              ids.begin() + static_cast<std::ptrdiff_t>(r * longest));
-  }
-  return sg::from_vector(ids, {static_cast<int64_t>(words.size()), static_cast<int64_t>(longest)});
-}
-
-std::string normalize_word(const std::string& word) {
-  std::string out;
-  for (char c : word) out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  SG_CHECK(!out.empty(), "g2p: an empty word has no pronunciation");
-  return out;
+std::vector<int64_t> letter_ids(const std::string& word, const Vocabulary& letters) {
+  return letters.encode(sg::data::letters_of(word));
 }
 
 }  // namespace g2p

@@ -9,14 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "nn/data/pronouncing_dictionary.h"
 #include "nn/nn.h"
 
 namespace g2p {
 
-struct Word {
-  std::string spelling;
-  std::vector<std::vector<std::string>> pronunciations;  // in the dictionary's order
-};
+using Word = sg::data::DictionaryWord;  // a spelling and its pronunciations
 
 struct Dataset {
   std::vector<Word> train, dev, test;
@@ -30,10 +28,6 @@ inline constexpr size_t kMaxLetters = 64, kMaxPhonemes = 62;
 // Every word is checked before anything trains on it (check_word); the first that cannot be used
 // is an error naming the file and the line.
 Dataset load_dataset(const std::string& dict_path);
-
-// The dictionary's entries grouped by word: words in the order they first appear, each word's
-// pronunciations in file order ("read R EH1 D", "read(2) R IY1 D" -> one Word with two).
-std::vector<Word> group_by_word(std::vector<sg::data::Pronunciation> entries);
 
 // Why `word` (lower case) cannot be a source, or nothing when it can: a character outside
 // printable ASCII (letters are single bytes, and a checkpoint stores them as text), or more than
@@ -49,11 +43,8 @@ std::vector<sg::data::SequencePair> training_pairs(const std::vector<Word>& word
                                                    const sg::data::Vocabulary& letters,
                                                    const sg::data::Vocabulary& phonemes);
 
-// The words' letter ids, padded into [B, longest] (pad id 0).
-sg::Tensor encode_words(const std::vector<std::string>& words, const sg::data::Vocabulary& letters);
-
-// A word as the model reads it: lower case, as in the dictionary. Throws on an empty word.
-std::string normalize_word(const std::string& word);
+// A word's letter ids: what the encoder reads.
+std::vector<int64_t> letter_ids(const std::string& word, const sg::data::Vocabulary& letters);
 
 // Why the model cannot pronounce `word` (lower case), or nothing when it can: check_word's
 // reasons, or a letter its vocabulary does not have (training never saw it).

@@ -10,7 +10,6 @@
 //   g2p split --data .../cmudict.dict --out runs/split     (the split, for another G2P system)
 //   g2p score runs/split/test.dict test.predicted --errors 10    (its predictions, scored as eval)
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <optional>
@@ -19,7 +18,6 @@
 #include "compare_commands.h"
 #include "nn/data/cmudict.h"
 #include "nn/train/cli.h"
-#include "nn/train/metrics_log.h"
 #include "nn/train/saved_run_state.h"
 #include "report.h"
 #include "run_state.h"
@@ -30,50 +28,6 @@ using sg::train::integer_in;
 using sg::train::real_in;
 
 namespace {
-
-int run_train(const Config& config, const sg::train::TrainerOptions& options,
-              const std::string& metrics) {
-  TrainSummary s = train(config, options);
-  fmt::print("trained {} steps in {:.1f} s ({:.1f} ms/step median); loss {:.3f} -> {:.3f}\n",
-             s.steps, s.train_seconds, s.median_ms_per_step, s.first_loss, s.final_loss);
-  if (s.best_step == 0) {
-    fmt::print("no dev evaluation yet (one comes every --eval-every {} steps)\n",
-               config.loop.eval_every);
-  } else {
-    fmt::print("best dev (greedy, {} words{}): WER {:.2f}%  PER {:.2f}% at step {}\n",
-               config.dev_words, config.loop.ema > 0 ? ", the moving average" : "",
-               100 * s.best_dev.wer, 100 * s.best_dev.per, s.best_step);
-  }
-  if (!s.averaged_steps.empty()) {
-    fmt::print("mean of the checkpoints at steps {} (dev, greedy): WER {:.2f}%  PER {:.2f}%\n",
-               fmt::join(s.averaged_steps, ", "), 100 * s.averaged_dev.wer,
-               100 * s.averaged_dev.per);
-  }
-  if (!metrics.empty()) {
-    nlohmann::json j{{"config", config.to_map()},
-                     {"steps", s.steps},
-                     {"first_loss", s.first_loss},
-                     {"final_loss", s.final_loss},
-                     {"train_seconds", s.train_seconds},
-                     {"median_ms_per_step", s.median_ms_per_step},
-                     {"best_dev_wer", s.best_dev.wer},
-                     {"best_dev_per", s.best_dev.per},
-                     {"best_step", s.best_step},
-                     {"evaluated_weights", config.loop.ema > 0 ? "ema" : "trained"},
-                     {"precision", options.bf16 ? "bfloat16 autocast" : "float32"}};
-    if (!s.averaged_steps.empty()) {
-      j["averaged_steps"] = s.averaged_steps;
-      j["averaged_dev_wer"] = s.averaged_dev.wer;
-      j["averaged_dev_per"] = s.averaged_dev.per;
-    }
-    for (const g2p::DevEvaluation& e : s.evals) {
-      j["evals"].push_back(
-          {{"step", e.step}, {"dev_wer", e.wer}, {"dev_per", e.per}, {"wall_seconds", e.seconds}});
-    }
-    sg::train::write_json_file(metrics, j);
-  }
-  return 0;
-}
 
 int run_eval(const std::string& checkpoint, const std::string& data, int64_t beam,
              double length_penalty, int64_t limit, const std::string& split_name, int64_t errors) {
@@ -95,7 +49,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
     std::vector<std::string> spellings;
     for (size_t i = first; i < std::min(words.size(), first + 64); ++i)
       spellings.push_back(words[i].spelling);
-    auto predicted = pronounce_in_batches(model, spellings, beam, 128, length_penalty);
+    auto predicted = model.pronounce(spellings, beam, length_penalty);
     for (size_t i = 0; i < predicted.size() && shown < errors; ++i)
       if (print_if_wrong(spellings[i], predicted[i], words[first + i].pronunciations)) ++shown;
   }
@@ -117,7 +71,7 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
   std::vector<std::string> spellable;
   std::vector<std::optional<std::string>> problems;
   for (auto& w : words) {
-    w = normalize_word(w);
+    w = sg::data::lowercase_word(w);
     problems.push_back(unspellable(w, model.letters));
     if (problems.back()) {
       fmt::print(stderr, "g2p pronounce: cannot pronounce '{}': {}\n", w, *problems.back());
@@ -125,7 +79,7 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
       spellable.push_back(w);
     }
   }
-  const auto predicted = pronounce_in_batches(model, spellable, beam, 128, length_penalty);
+  const auto predicted = model.pronounce(spellable, beam, length_penalty);
   for (size_t i = 0, next = 0; i < words.size(); ++i) {
     if (!problems[i]) fmt::print("{}  {}\n", words[i], fmt::join(predicted[next++], " "));
   }
@@ -177,7 +131,6 @@ int run_average(const sg::train::AverageRequest& request) {
 struct TrainArgs {
   Config config;
   sg::train::TrainerOptions options{.out_dir = "runs/g2p"};
-  std::string metrics;
 };
 
 CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
@@ -186,7 +139,6 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a) {
   cmd->add_option("--data", a.config.data, "cmudict.dict (scripts/get_cmudict.sh)");
   sg::train::add_options(*cmd, a.config.schema());
   sg::train::add_run_flags(*cmd, a.options, a.config.schema());
-  cmd->add_option("--metrics-json", a.metrics, "write the final metrics here");
   return cmd;
 }
 
@@ -264,7 +216,10 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*train_cmd) return run_train(train.config, train.options, train.metrics);
+    if (*train_cmd) {
+      fmt::print("{}", g2p::train(train.config, train.options).summary);
+      return 0;
+    }
     if (*decode.eval)
       return run_eval(d.checkpoint, d.data, d.beam, d.length_penalty, d.limit, d.split, d.errors);
     if (*decode.pronounce)

@@ -7,7 +7,6 @@
 #include "nn/train/line_chart.h"
 #include "nn/train/trainer.h"
 #include "run_state.h"
-#include "scoring.h"
 
 namespace g2p {
 
@@ -19,19 +18,14 @@ std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::st
                                                        double length_penalty) const {
   sg::NoGradGuard no_grad;
   transformer->eval();
-  Tensor src = encode_words(words, letters);
-  sg::nn::GenerationOptions g{
+  std::vector<std::vector<int64_t>> sources;
+  for (const std::string& w : words) sources.push_back(letter_ids(w, letters));
+  const sg::nn::GenerationOptions g{
       .max_length = 64, .bos = Vocabulary::kBos, .eos = Vocabulary::kEos, .pad = Vocabulary::kPad};
-  std::vector<std::vector<int64_t>> ids;
-  if (beam_size <= 1) {
-    ids = sg::nn::greedy_search(*transformer, src, g);
-  } else {
-    const sg::nn::BeamSearchOptions beam{.beam_size = beam_size, .length_penalty = length_penalty};
-    for (auto& beams : sg::nn::beam_search(*transformer, src, g, beam))
-      ids.push_back(beams.front().tokens);
-  }
   std::vector<std::vector<std::string>> out;
-  for (const auto& row : ids) out.push_back(phonemes.decode(row));
+  for (const auto& ids : sg::nn::generate_in_batches(
+           *transformer, sources, g, {.beam_size = beam_size, .length_penalty = length_penalty}))
+    out.push_back(phonemes.decode(ids));
   return out;
 }
 
@@ -41,41 +35,27 @@ Model load_model(const std::string& checkpoint) {
   return m;
 }
 
-std::vector<std::vector<std::string>> pronounce_in_batches(const Model& model,
-                                                           const std::vector<std::string>& words,
-                                                           int64_t beam_size, size_t batch,
-                                                           double length_penalty) {
-  SG_CHECK(batch > 0, "pronounce_in_batches: batch must be positive");
-  std::vector<std::vector<std::string>> out;
-  for (size_t first = 0; first < words.size(); first += batch) {
-    const auto last =
-        words.begin() + static_cast<std::ptrdiff_t>(std::min(words.size(), first + batch));
-    auto predicted = model.pronounce({words.begin() + static_cast<std::ptrdiff_t>(first), last},
-                                     beam_size, length_penalty);
-    for (auto& p : predicted) out.push_back(std::move(p));
-  }
-  return out;
-}
-
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
                     int64_t limit, double length_penalty) {
   const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
   const std::vector<Word> scored(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n));
   std::vector<std::string> spellings;
   for (const Word& w : scored) spellings.push_back(w.spelling);
-  return score(scored, pronounce_in_batches(model, spellings, beam_size, 128, length_penalty));
+  return sg::data::score_pronunciations(scored,
+                                        model.pronounce(spellings, beam_size, length_penalty));
 }
 
 void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path) {
   sg::NoGradGuard no_grad;
   model.transformer->eval();
-  const std::string spelling = normalize_word(word);
+  const std::string spelling = sg::data::lowercase_word(word);
   std::vector<std::string> predicted = model.pronounce({spelling})[0];
   // Teacher forcing on the prediction: the decoder reads <bos> p1 .. pn, and row t of the last
   // layer's cross-attention says which letters it looked at to predict phoneme t+1.
   std::vector<int64_t> decoder_in{Vocabulary::kBos};
   for (int64_t id : model.phonemes.encode(predicted)) decoder_in.push_back(id);
-  Tensor src = encode_words({spelling}, model.letters);
+  const std::vector<int64_t> letters = letter_ids(spelling, model.letters);
+  Tensor src = sg::from_vector(letters, {1, static_cast<int64_t>(letters.size())});
   Tensor tgt = sg::from_vector(decoder_in, {1, static_cast<int64_t>(decoder_in.size())});
   model.transformer->forward(src, tgt);
   const auto& layers = model.transformer->decoder->layers;
@@ -176,31 +156,9 @@ std::string heatmap_word(const Dataset& data) {
   return longer != pool.end() ? longer->spelling : pool.front().spelling;
 }
 
-TrainSummary summary_of(const sg::train::FitResult& r) {
-  TrainSummary s;
-  s.steps = r.steps;
-  s.losses = r.history.losses;
-  s.first_loss = s.losses.empty() ? 0 : s.losses.front();
-  s.final_loss = s.losses.empty() ? 0 : s.losses.back();
-  s.train_seconds = r.train_seconds;
-  s.median_ms_per_step = r.median_ms_per_step;
-  const sg::train::History& h = r.history;
-  for (size_t i = 0; i < h.eval_steps.size(); ++i) {
-    s.evals.push_back({static_cast<int64_t>(h.eval_steps[i]), h.eval("dev_wer")[i],
-                       h.eval("dev_per")[i], h.eval("train_seconds")[i]});
-  }
-  s.best_step = r.best_step;
-  if (r.best_step > 0) s.best_dev = {r.best.at("dev_wer"), r.best.at("dev_per"), 0};
-  s.averaged_steps = r.averaged_steps;
-  if (!r.averaged_steps.empty()) {
-    s.averaged_dev = {r.averaged.at("dev_wer"), r.averaged.at("dev_per"), 0};
-  }
-  return s;
-}
-
 }  // namespace
 
-TrainSummary train(const Config& config, const sg::train::TrainerOptions& options) {
+sg::train::FitResult train(const Config& config, const sg::train::TrainerOptions& options) {
   config.validate();
   Dataset data = load_dataset(config.data);
   if (config.train_words > 0 && static_cast<size_t>(config.train_words) < data.train.size())
@@ -223,12 +181,12 @@ TrainSummary train(const Config& config, const sg::train::TrainerOptions& option
   loop.monitor = "dev_wer", loop.maximize = false;
   loop.divergence_advice = "lower --lr-factor or raise --warmup";
   sg::train::Trainer trainer(*model.transformer, optimizer, *schedule, loop);
-  const sg::train::FitResult result = trainer.fit(task);
+  sg::train::FitResult result = trainer.fit(task);
   if (result.best_step > 0) {
     write_attention_heatmap(load_model(options.out_dir + "/model.safetensors"), heatmap_word(data),
                             options.out_dir + "/attention.svg");
   }
-  return summary_of(result);
+  return result;
 }
 
 }  // namespace g2p

@@ -22,37 +22,14 @@
 
 namespace g2p {
 
-struct ErrorRates {
-  double wer = 0, per = 0;
-  int64_t words = 0;
-  // The same words scored with stress digits dropped on both sides (sg::data::without_stress).
-  double wer_without_stress = 0, per_without_stress = 0;
-  // The wrong words by kind (sg::data::MistakeKinds): only stress, vowels, a consonant.
-  int64_t stress_mistakes = 0, vowel_mistakes = 0, consonant_mistakes = 0;
-};
-
-struct DevEvaluation {
-  int64_t step = 0;
-  double wer = 0, per = 0;  // greedy, on the first dev_words dev words
-  double seconds = 0;       // wall seconds of training when it was taken
-};
-
-struct TrainSummary {
-  int64_t steps = 0;
-  double first_loss = 0, final_loss = 0;
-  double train_seconds = 0, median_ms_per_step = 0;
-  ErrorRates best_dev;
-  int64_t best_step = 0;
-  // With --average-last: the steps averaged at the end and the mean's dev error rates (greedy).
-  std::vector<int64_t> averaged_steps;
-  ErrorRates averaged_dev;
-  std::vector<double> losses;  // every step's, from step 1 (resumed runs included)
-  std::vector<DevEvaluation> evals;
-};
+// WER and PER, with and without stress, and the mistakes by kind: the rule every G2P system here
+// is scored by (sg::data::score_pronunciations).
+using ErrorRates = sg::data::PronunciationScores;
 
 // Trains through sg::train::Trainer: `options` says where and how the run goes (--out, --resume,
-// --overwrite, --stop-after, --bf16, --quiet); the config's loop options are applied over it.
-TrainSummary train(const Config& config, const sg::train::TrainerOptions& options);
+// --overwrite, --stop-after, --bf16, --quiet, --metrics-json); the config's loop options are
+// applied over it. The result's summary is what `g2p train` prints.
+sg::train::FitResult train(const Config& config, const sg::train::TrainerOptions& options);
 
 // A trained model with its vocabularies.
 struct Model {
@@ -60,21 +37,14 @@ struct Model {
   sg::data::Vocabulary letters, phonemes;
   std::shared_ptr<sg::nn::Transformer> transformer;
 
-  // Pronunciations of the words (lower case, each one the model can spell: unspellable()), in
-  // one batch: greedy when beam_size is 1, else beam search ranking finished hypotheses by
-  // log P / length^length_penalty (sg::nn::BeamSearchOptions).
+  // Pronunciations of the words (lower case, each one the model can spell: unspellable()), 128
+  // at a time: greedy when beam_size is 1, else beam search ranking finished hypotheses by
+  // log P / length^length_penalty (sg::nn::generate_in_batches).
   std::vector<std::vector<std::string>> pronounce(const std::vector<std::string>& words,
                                                   int64_t beam_size = 1,
                                                   double length_penalty = 1.0) const;
 };
 Model load_model(const std::string& checkpoint);
-
-// The same for any number of words, `batch` at a time (a batch's memory grows with its words
-// times beam_size): what `eval` and `pronounce` decode with.
-std::vector<std::vector<std::string>> pronounce_in_batches(const Model& model,
-                                                           const std::vector<std::string>& words,
-                                                           int64_t beam_size, size_t batch = 128,
-                                                           double length_penalty = 1.0);
 
 // WER/PER of the model on `words` (all of them when limit is 0), decoded in batches.
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,

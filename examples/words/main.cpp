@@ -181,11 +181,8 @@ int train(Config& config, const sg::train::TrainerOptions& options) {
   sg::optim::WarmupCosineLR schedule(optimizer, config.warmup, config.loop.steps);
   WordsTask task(config, words, letters, model, options.out_dir);
   const sg::train::FitResult r = sg::train::Trainer(model, optimizer, schedule, options).fit(task);
-  fmt::print(
-      "trained {} steps on {} words in {:.1f} s; best held-out loss {:.4f} nats per letter "
-      "({} words) at step {}\n",
-      r.steps, words.train.size(), r.train_seconds, r.best.at("held_out_loss"),
-      words.held_out.size(), r.best_step);
+  fmt::print("trained on {} words, evaluated on {} held-out words\n{}", words.train.size(),
+             words.held_out.size(), r.summary);
   return 0;
 }
 

@@ -93,6 +93,8 @@ inline void add_run_flags(CLI::App& cmd, TrainerOptions& options, const OptionSc
                "mixed precision: the forward and the loss under bfloat16 autocast (products in "
                "bfloat16; sums, weights and the optimizer in float32)");
   cmd.add_flag("--quiet", options.quiet, "no progress output");
+  cmd.add_option("--metrics-json", options.metrics_json, "write the run's numbers here at the end");
+  cmd.add_option("--log-jsonl", options.log_jsonl, "append a JSON line per evaluation here");
 }
 
 // `average`: the mean of several checkpoints' weights as one file (average_checkpoints.h), from

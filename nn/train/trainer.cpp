@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "nn/serialize.h"
 #include "nn/train/average_checkpoints.h"
+#include "nn/train/fit_report.h"
 #include "nn/train/metadata.h"
 #include "nn/train/metrics_log.h"
 #include "nn/train/mixed_precision.h"
@@ -330,7 +331,10 @@ struct Trainer::Loop {
     if (o.average_last > 0 && step == o.steps) average_newest();
     save_last();
     task.on_train_end(history);
-    return result(train_seconds);
+    FitResult r = result(train_seconds);
+    r.summary = fit_summary(r, task, o);
+    write_json_file(o.metrics_json, fit_result_json(r, task, o));
+    return r;
   }
 
   FitResult result(double train_seconds) {

@@ -112,6 +112,9 @@ struct TrainerOptions {
   // What a user whose run diverged can do: "lower --lr-factor or raise --warmup".
   std::string divergence_advice;
   std::string log_jsonl;  // one JSON line per evaluation, appended (empty: none)
+  // The run's numbers at the end, as one JSON object (fit_report.h), written atomically (empty:
+  // none).
+  std::string metrics_json;
 
   // Clear errors for counts out of range, resume with overwrite, no monitor.
   void validate() const;
@@ -126,6 +129,9 @@ struct FitResult {
   Metrics best;                   // the evaluation of model.safetensors
   std::vector<int64_t> averaged_steps;  // with average_last: the steps averaged at the end
   Metrics averaged;                     // and their mean's evaluation
+  // A few lines for people (fit_report.h): steps, time and loss, the best evaluation and the
+  // mean's, in the task's words. What a program prints at the end.
+  std::string summary;
 };
 
 class Trainer {

@@ -19,11 +19,19 @@ expect_error "--max-tokens" train --data "$dict" --out "$dir/run" --max-tokens 3
 expect_error "--schedule must be one of noam, cosine, got 'step'" train --data "$dict" --out "$dir/run" \
   --schedule step
 expect_error "--schedule cosine needs --lr > 0" train --data "$dict" --out "$dir/run" --lr 0
-expect_ok "no dev evaluation yet" train --data "$dict" --out "$dir/early" "${tiny[@]}" --stop-after 5
+expect_ok "no evaluation yet" train --data "$dict" --out "$dir/early" "${tiny[@]}" --stop-after 5
 expect_error "--beam" eval --beam 0
 expect_error "does not exist" pronounce --checkpoint "$dir/none.safetensors" word
 
-expect_ok "trained 40 steps" train --data "$dict" --out "$dir/run" "${tiny[@]}"
+expect_ok "trained 40 steps" train --data "$dict" --out "$dir/run" "${tiny[@]}" \
+  --metrics-json "$dir/train.json" --log-jsonl "$dir/train.jsonl"
+# The loop's numbers (sg::train::fit_result_json) and one line per evaluation.
+for expected in '"steps": 40' '"d_model": "32"' '"dev_wer":' '"best_step":'; do
+  grep -qF "$expected" "$dir/train.json" && passes=$((passes + 1)) || {
+    echo "FAIL: train --metrics-json lacks $expected:"; cat "$dir/train.json"; failures=$((failures + 1)); }
+done
+[[ $(grep -c '"dev_per":' "$dir/train.jsonl") == 2 ]] && passes=$((passes + 1)) || {
+  echo "FAIL: train --log-jsonl:"; cat "$dir/train.jsonl"; failures=$((failures + 1)); }
 expect_error "--resume" train --data "$dict" --out "$dir/run" "${tiny[@]}"
 expect_ok "(without stress: WER" eval --checkpoint "$dir/run/model.safetensors" --data "$dict" --beam 3 --split dev
 expect_ok "tensor " pronounce --checkpoint "$dir/run/model.safetensors" Tensor

@@ -38,20 +38,20 @@ double mean(const std::vector<double>& v, size_t first, size_t n) {
 // Trains `c` in `dir` in two runs, stopped after `stop_after` steps and then resumed: the losses
 // must be bit for bit those of `whole`, the same config trained in one run.
 void expect_exact_resume(const g2p::Config& c, const std::string& dir, int64_t stop_after,
-                         const g2p::TrainSummary& whole) {
+                         const sg::train::FitResult& whole) {
   g2p::train(c, {.out_dir = dir, .quiet = true, .stop_after = stop_after});
-  g2p::TrainSummary resumed = g2p::train(c, {.out_dir = dir, .resume = true, .quiet = true});
-  ASSERT_EQ(resumed.losses.size(), whole.losses.size());
-  for (size_t i = 0; i < whole.losses.size(); ++i)
-    EXPECT_EQ(resumed.losses[i], whole.losses[i]) << "step " << i + 1;
+  sg::train::FitResult resumed = g2p::train(c, {.out_dir = dir, .resume = true, .quiet = true});
+  ASSERT_EQ(resumed.history.losses.size(), whole.history.losses.size());
+  for (size_t i = 0; i < whole.history.losses.size(); ++i)
+    EXPECT_EQ(resumed.history.losses[i], whole.history.losses[i]) << "step " << i + 1;
 }
 
 TEST(G2pTraining, LossFallsOnADictionarySlice) {
   sg::train::TrainerOptions o{.out_dir = temp_dir("train"), .quiet = true};
-  g2p::TrainSummary s = g2p::train(small_config(), o);
-  ASSERT_EQ(s.losses.size(), 200u);
+  sg::train::FitResult s = g2p::train(small_config(), o);
+  ASSERT_EQ(s.history.losses.size(), 200u);
   // From ln(vocabulary) ~ 4.2 at the start to well below half of it.
-  EXPECT_LT(mean(s.losses, 190, 10), 0.6 * mean(s.losses, 0, 10));
+  EXPECT_LT(mean(s.history.losses, 190, 10), 0.6 * mean(s.history.losses, 0, 10));
   for (const char* f : {"model.safetensors", "last.safetensors", "loss.svg", "attention.svg",
                         "dev_error_rates.svg"})
     EXPECT_TRUE(fs::exists(o.out_dir + "/" + f)) << f;
@@ -61,8 +61,8 @@ TEST(G2pTraining, LossFallsOnADictionarySlice) {
   EXPECT_EQ(p.size(), 2u);
   g2p::Dataset d = g2p::load_dataset(fixture());
   g2p::ErrorRates dev = g2p::evaluate(m, d.dev, 1);
-  EXPECT_NEAR(dev.wer, s.best_dev.wer, 1e-12);
-  EXPECT_NEAR(dev.per, s.best_dev.per, 1e-12);
+  EXPECT_NEAR(dev.wer, s.best.at("dev_wer"), 1e-12);
+  EXPECT_NEAR(dev.per, s.best.at("dev_per"), 1e-12);
   // A word right with stress is right without it.
   EXPECT_LE(dev.wer_without_stress, dev.wer);
   fs::remove_all(o.out_dir);
@@ -71,7 +71,7 @@ TEST(G2pTraining, LossFallsOnADictionarySlice) {
 TEST(G2pTraining, ResumeIsExact) {
   g2p::Config c = small_config();
   c.loop.steps = 30, c.loop.eval_every = 15, c.loop.checkpoint_every = 5;
-  g2p::TrainSummary whole = g2p::train(c, {.out_dir = temp_dir("whole"), .quiet = true});
+  sg::train::FitResult whole = g2p::train(c, {.out_dir = temp_dir("whole"), .quiet = true});
   const std::string dir = temp_dir("halves");
   expect_exact_resume(c, dir, 17, whole);
   EXPECT_SG_ERROR(g2p::train(c, {.out_dir = dir, .quiet = true}), "--resume");
@@ -125,8 +125,8 @@ TEST(G2pTraining, CosinePreLnTrainsAndResumes) {
   g2p::Config c = small_config();
   c.schedule = "cosine", c.lr = 3e-3, c.norm_first = true;
   c.loop.steps = 60, c.warmup = 10, c.loop.checkpoint_every = 10;
-  g2p::TrainSummary whole = g2p::train(c, {.out_dir = temp_dir("cos_whole"), .quiet = true});
-  EXPECT_LT(mean(whole.losses, 50, 10), 0.8 * mean(whole.losses, 0, 10));
+  sg::train::FitResult whole = g2p::train(c, {.out_dir = temp_dir("cos_whole"), .quiet = true});
+  EXPECT_LT(mean(whole.history.losses, 50, 10), 0.8 * mean(whole.history.losses, 0, 10));
   // The schedule and the layer order travel in the checkpoint: a resume continues them exactly.
   const std::string dir = temp_dir("cos_halves");
   expect_exact_resume(c, dir, 30, whole);
@@ -166,7 +166,7 @@ TEST(G2pTraining, MovingAverageAndCheckpointAveraging) {
   c.loop.steps = 60, c.loop.eval_every = 30, c.loop.checkpoint_every = 10;
   c.loop.ema = 0.99, c.loop.average_last = 3;
   const std::string whole_dir = temp_dir("ema_whole");
-  g2p::TrainSummary whole = g2p::train(c, {.out_dir = whole_dir, .quiet = true});
+  sg::train::FitResult whole = g2p::train(c, {.out_dir = whole_dir, .quiet = true});
   EXPECT_EQ(whole.averaged_steps, (std::vector<int64_t>{40, 50, 60}));
   ASSERT_TRUE(fs::exists(whole_dir + "/averaged.safetensors"));
   EXPECT_FALSE(fs::exists(whole_dir + "/checkpoint-30.safetensors"));  // only the newest three
@@ -182,7 +182,7 @@ TEST(G2pTraining, MovingAverageAndCheckpointAveraging) {
   g2p::Dataset d = g2p::load_dataset(fixture());
   const g2p::ErrorRates mean_dev =
       g2p::evaluate(g2p::load_model(whole_dir + "/averaged.safetensors"), d.dev, 1);
-  EXPECT_NEAR(mean_dev.wer, whole.averaged_dev.wer, 1e-12);
+  EXPECT_NEAR(mean_dev.wer, whole.averaged.at("dev_wer"), 1e-12);
   // Stopped at 25 and resumed: the same losses, and the same average at the end.
   const std::string dir = temp_dir("ema_halves");
   expect_exact_resume(c, dir, 25, whole);
@@ -205,13 +205,15 @@ TEST(G2pTraining, Bf16TrainsLikeFloat32) {
   // products) but the run learns as much.
   g2p::Config c = small_config();
   c.loop.steps = 100, c.loop.eval_every = 100;
-  g2p::TrainSummary f32 = g2p::train(c, {.out_dir = temp_dir("f32"), .quiet = true});
+  sg::train::FitResult f32 = g2p::train(c, {.out_dir = temp_dir("f32"), .quiet = true});
   const std::string bf16_dir = temp_dir("bf16");
-  g2p::TrainSummary bf16 = g2p::train(c, {.out_dir = bf16_dir, .quiet = true, .bf16 = true});
-  ASSERT_EQ(bf16.losses.size(), f32.losses.size());
-  EXPECT_NE(bf16.losses, f32.losses);
-  EXPECT_NEAR(bf16.losses.front(), f32.losses.front(), 0.02 * f32.losses.front());
-  EXPECT_NEAR(mean(bf16.losses, 90, 10), mean(f32.losses, 90, 10), 0.1 * mean(f32.losses, 90, 10));
+  sg::train::FitResult bf16 = g2p::train(c, {.out_dir = bf16_dir, .quiet = true, .bf16 = true});
+  ASSERT_EQ(bf16.history.losses.size(), f32.history.losses.size());
+  EXPECT_NE(bf16.history.losses, f32.history.losses);
+  EXPECT_NEAR(bf16.history.losses.front(), f32.history.losses.front(),
+              0.02 * f32.history.losses.front());
+  EXPECT_NEAR(mean(bf16.history.losses, 90, 10), mean(f32.history.losses, 90, 10),
+              0.1 * mean(f32.history.losses, 90, 10));
   // A resumed run keeps its precision (--bf16 used to switch on or off without a word).
   c.loop.steps = 120;
   EXPECT_SG_ERROR(g2p::train(c, {.out_dir = bf16_dir, .resume = true, .quiet = true}),

@@ -197,5 +197,28 @@ TEST_F(GenerationTransformer, SamplingSeededAndColdIsGreedy) {
   EXPECT_TRUE(differs);
 }
 
+// generate_in_batches pads each batch to its own longest source: the same sequences as one search
+// over the whole padded batch, whatever the batch size, greedy and beam alike.
+TEST_F(GenerationTransformer, GenerateInBatchesEqualsOneSearch) {
+  const std::vector<std::vector<int64_t>> sources = {{3, 4, 5, 6, 7}, {8, 4, 3}, {5, 5, 5}};
+  const auto greedy = greedy_search(*model, src, options(true));
+  const auto beams = beam_search(*model, src, options(true), {.beam_size = 4});
+  for (int64_t batch : {1, 2, 128}) {
+    EXPECT_EQ(generate_in_batches(*model, sources, options(true), {.beam_size = 1}, batch), greedy)
+        << batch;
+    const auto best = generate_in_batches(*model, sources, options(true), {.beam_size = 4}, batch);
+    ASSERT_EQ(best.size(), 3u);
+    for (size_t b = 0; b < 3; ++b) EXPECT_EQ(best[b], beams[b][0].tokens) << batch;
+  }
+  EXPECT_TRUE(generate_in_batches(*model, {}, options(true)).empty());
+  EXPECT_SG_ERROR(generate_in_batches(*model, sources, options(true), {.beam_size = 1}, 0),
+                  "generate_in_batches: batch_size must be positive, got 0");
+  EXPECT_SG_ERROR(generate_in_batches(*model, {{3}, {}}, options(true)),
+                  "generate_in_batches: source 1 is empty");
+  GenerationOptions no_pad = options(true);
+  no_pad.pad = -1;
+  EXPECT_SG_ERROR(generate_in_batches(*model, sources, no_pad), "pad must be a token id");
+}
+
 }  // namespace
 }  // namespace sg::nn

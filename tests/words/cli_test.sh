@@ -7,9 +7,11 @@ dict=$2
 source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_testing.sh"
 
 small=(--data "$dict" --eval-every 20 --warmup 5 --batch 16 --d-model 32 --d-ff 64 --quiet)
-expect_ok "best held-out loss" train "${small[@]}" --steps 40 --layers 2 --out "$dir/run"
+expect_ok "best, at step" train "${small[@]}" --steps 40 --layers 2 --out "$dir/run" \
+  --metrics-json "$dir/run.json"
+grep -qF '"held_out_loss":' "$dir/run.json" || { echo "FAIL: no --metrics-json"; failures=$((failures + 1)); }
 # The loss per letter fell below the uniform guess's (ln 28 = 3.33 nats) within 40 steps.
-loss=$(grep -o 'best held-out loss [0-9.]*' "$dir/out" | awk '{print $4}')
+loss=$(grep -o 'held-out loss [0-9.]*' "$dir/out" | awk 'NR == 1 {print $3}')
 if ! awk -v l="$loss" 'BEGIN { exit !(l < 3.0) }'; then
   echo "FAIL: held-out loss $loss after 40 steps"; failures=$((failures + 1))
 fi

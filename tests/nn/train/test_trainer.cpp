@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "nn/optim/adam.h"
 #include "nn/safetensors.h"
 #include "nn/train/average_checkpoints.h"
+#include "nn/train/fit_report.h"
 #include "nn/train/metadata.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/testing.h"
@@ -63,7 +65,9 @@ class Regression : public TrainingTask {
     return {{"mse", mse}, {"fit", 1 / (1 + mse)}};
   }
   nn::Metadata checkpoint_metadata() const override {
-    nn::Metadata md{{"format", "test-regression"}, {"data_rng", std::to_string(data_.state())}};
+    nn::Metadata md{{"format", "test-regression"},
+                    {"data_rng", std::to_string(data_.state())},
+                    {"config.width", "16"}};
     if (!extra_key.empty()) md[extra_key] = "1";
     return md;
   }
@@ -126,6 +130,40 @@ void expect_same_tensors(const std::string& a, const std::string& b) {
   expect_same(nn::load_safetensors(a).tensors, nn::load_safetensors(b).tensors, a + " vs " + b);
 }
 
+// What a finished fit says: the summary a program prints, in the task's words, and the
+// --metrics-json object, which holds what FitResult holds.
+TEST(TrainLoop, SummaryAndMetricsJson) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "run");
+  o.metrics_json = dir / "metrics.json";
+  Training run(o);
+  const FitResult r = run.fit();
+  EXPECT_NE(r.summary.find("trained 30 steps in "), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find(
+                fmt::format("best, at step {}: {}\n", r.best_step, run.task->describe(r.best))),
+            std::string::npos)
+      << r.summary;
+  std::ifstream in(o.metrics_json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j, fit_result_json(r, *run.task, o));
+  EXPECT_EQ(j.at("config"), (nlohmann::json{{"width", "16"}}));
+  EXPECT_EQ(j.at("steps"), 30);
+  EXPECT_EQ(j.at("best_step"), r.best_step);
+  EXPECT_EQ(j.at("best").at("mse"), r.best.at("mse"));
+  EXPECT_EQ(j.at("final_loss"), r.history.losses.back());
+  EXPECT_EQ(j.at("evaluated_weights"), "trained");
+  ASSERT_EQ(j.at("evals").size(), 3u);
+  EXPECT_EQ(j.at("evals")[2].at("step"), 30);
+  EXPECT_EQ(j.at("evals")[2].at("mse"), r.history.eval("mse")[2]);
+  EXPECT_FALSE(j.contains("averaged"));
+  // Stopped before the first evaluation: the summary says when one comes.
+  TrainerOptions early = options_in(dir / "early");
+  early.stop_after = 5;
+  EXPECT_NE(Training(early).fit().summary.find(
+                "no evaluation yet (one comes every --eval-every 10 steps)"),
+            std::string::npos);
+}
+
 TEST(TrainLoop, TrainsEvaluatesAndKeepsTheBestByItsMetric) {
   TempDir dir;
   Training run(options_in(dir / "min"));
@@ -153,7 +191,7 @@ TEST(TrainLoop, TrainsEvaluatesAndKeepsTheBestByItsMetric) {
   EXPECT_TRUE(fs::exists(dir / "min/last.safetensors"));
   // Every key the loop writes is one it reserves, so a task cannot overwrite it.
   for (const auto& [key, value] : nn::load_safetensors(dir / "min/last.safetensors").metadata) {
-    if (key == "format" || key == "data_rng") continue;  // the task's
+    if (key == "format" || key == "data_rng" || key == "config.width") continue;  // the task's
     EXPECT_NE(std::find(Trainer::kLoopKeys.begin(), Trainer::kLoopKeys.end(), key),
               Trainer::kLoopKeys.end())
         << key;
