@@ -2,7 +2,7 @@
 #   find_package(scratchgrad REQUIRED)
 #   target_link_libraries(app PRIVATE scratchgrad::nn)
 # Layout under <dir>:
-#   include/scratchgrad/{autograd,nn,distributed}/...     headers, included as "autograd/tensor.h"
+#   include/scratchgrad/{autograd,nn,train,distributed}/...   headers, included as "autograd/tensor.h"
 #   lib/libscratchgrad_{autograd,nn,train,distributed}.a (distributed: where MPI was found)
 #   lib/cmake/scratchgrad/                    scratchgradConfig.cmake, its version file, the exported
 #                                             targets, and ScratchgradBLAS.cmake
@@ -14,7 +14,7 @@ set(SCRATCHGRAD_INSTALL_INCLUDEDIR include/scratchgrad)
 set(SCRATCHGRAD_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/scratchgrad)
 
 set(SCRATCHGRAD_INSTALLED_TARGETS scratchgrad_autograd scratchgrad_nn)
-set(SCRATCHGRAD_INSTALLED_FOLDERS autograd nn)
+set(SCRATCHGRAD_INSTALLED_FOLDERS autograd nn train)
 if(SCRATCHGRAD_DISTRIBUTED)
   list(APPEND SCRATCHGRAD_INSTALLED_TARGETS scratchgrad_distributed)
   list(APPEND SCRATCHGRAD_INSTALLED_FOLDERS distributed)
@@ -37,7 +37,7 @@ install(EXPORT scratchgradTargets
   FILE scratchgradTargets.cmake
   DESTINATION ${SCRATCHGRAD_INSTALL_CMAKEDIR})
 
-# scratchgrad::train (nn/train/, its headers installed with nn's) in an export file of its own:
+# scratchgrad::train (train/, its headers installed with the others) in an export file of its own:
 # its headers use nlohmann_json, which scratchgradConfig.cmake looks for only to provide it.
 install(TARGETS scratchgrad_train
   EXPORT scratchgradTrainTargets

@@ -52,8 +52,8 @@ def sources():
 PRODUCT_SOURCES = [("README.md", None), ("examples/README.md", None), ("bench/README.md", None),
                    ("bench/NOTES.md", None), ("bench/gpu/RESULTS.md", None), ("docs", {".md"}),
                    ("mkdocs.yml", None)]
-CODE_FOLDERS = ("autograd", "nn", "distributed", "examples", "tests", "bench", "scripts", "cmake",
-                ".ci")
+CODE_FOLDERS = ("autograd", "nn", "train", "distributed", "examples", "tests", "bench", "scripts",
+                "cmake", ".ci")
 CODE_SUFFIXES = {".h", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake", ".txt", ".in", ""}
 HISTORY = [
     (re.compile(r"\bsessions?\b", re.I), "'session' (name a measurement by its date and commit)"),

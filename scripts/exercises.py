@@ -384,7 +384,7 @@ def cmd_check_markers(args):
         except SystemExit as error:
             errors.append(str(error))
     known = {e.marker for e in EXERCISES}
-    for folder in ["autograd", "nn", "examples"]:
+    for folder in ["autograd", "nn", "train", "examples"]:
         for path in sorted((ROOT / folder).rglob("*")):
             if path.suffix not in {".cpp", ".h", ".cu"}:
                 continue

@@ -2,7 +2,7 @@
 
 #include "decoding.h"
 #include "nn/atomic_file.h"
-#include "nn/train/heatmap.h"
+#include "train/heatmap.h"
 
 namespace copy_task {
 

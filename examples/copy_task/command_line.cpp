@@ -1,7 +1,7 @@
 #include "command_line.h"
 
 #include "autograd/backend/cpu_fast/parallel.h"
-#include "nn/train/cli.h"
+#include "train/cli.h"
 
 namespace copy_task {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "nn/train/numbers.h"
+#include "train/numbers.h"
 
 namespace copy_task {
 

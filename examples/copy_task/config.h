@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "nn/nn.h"
-#include "nn/train/loop_config.h"
-#include "nn/train/option_schema.h"
+#include "train/loop_config.h"
+#include "train/option_schema.h"
 #include "tasks.h"
 
 namespace copy_task {

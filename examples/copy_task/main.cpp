@@ -29,7 +29,7 @@
 #include "decoding.h"
 #include "distributed_training.h"
 #include "nn/capture_compare.h"
-#include "nn/train/metrics_log.h"
+#include "train/metrics_log.h"
 #include "trainer.h"
 
 using namespace copy_task;

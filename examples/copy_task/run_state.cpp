@@ -1,8 +1,8 @@
 #include "run_state.h"
 
-#include "nn/train/metadata.h"
-#include "nn/train/mixed_precision.h"
-#include "nn/train/numbers.h"
+#include "train/metadata.h"
+#include "train/mixed_precision.h"
+#include "train/numbers.h"
 
 namespace copy_task {
 

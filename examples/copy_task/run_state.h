@@ -1,7 +1,7 @@
 // A copy-task run's state on disk, apart from the training loop (trainer.cpp): what --resume
 // restores besides the weights and the optimizer (RunState, kept in the checkpoint's metadata
 // with the config), and reading a checkpoint back, checked. The run directory, the one-file
-// checkpoint and the metadata codec are the library's (nn/train/).
+// checkpoint and the metadata codec are the library's (train/).
 #pragma once
 
 #include <cstdint>
@@ -11,9 +11,9 @@
 
 #include "config.h"
 #include "nn/nn.h"
-#include "nn/train/checkpoint.h"
-#include "nn/train/history.h"
-#include "nn/train/run_directory.h"
+#include "train/checkpoint.h"
+#include "train/history.h"
+#include "train/run_directory.h"
 
 namespace copy_task {
 

@@ -13,10 +13,10 @@
 #include "distributed_training.h"
 #include "graphed_step.h"
 #include "nn/atomic_file.h"
-#include "nn/train/line_chart.h"
-#include "nn/train/metrics_log.h"
-#include "nn/train/mixed_precision.h"
-#include "nn/train/progress.h"
+#include "train/line_chart.h"
+#include "train/metrics_log.h"
+#include "train/mixed_precision.h"
+#include "train/progress.h"
 #include "run_state.h"
 
 namespace copy_task {

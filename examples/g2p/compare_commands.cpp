@@ -9,8 +9,8 @@
 #include "g2p_data.h"
 #include "nn/atomic_file.h"
 #include "nn/data/pronouncing_dictionary.h"
-#include "nn/train/cli.h"
-#include "nn/train/metrics_log.h"
+#include "train/cli.h"
+#include "train/metrics_log.h"
 #include "report.h"
 
 namespace g2p {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "nn/nn.h"
-#include "nn/train/loop_config.h"
-#include "nn/train/option_schema.h"
+#include "train/loop_config.h"
+#include "train/option_schema.h"
 
 namespace g2p {
 

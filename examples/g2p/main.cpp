@@ -17,8 +17,8 @@
 
 #include "compare_commands.h"
 #include "nn/data/cmudict.h"
-#include "nn/train/cli.h"
-#include "nn/train/saved_run_state.h"
+#include "train/cli.h"
+#include "train/saved_run_state.h"
 #include "report.h"
 #include "run_state.h"
 #include "trainer.h"

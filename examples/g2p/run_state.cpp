@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "nn/train/metadata.h"
+#include "train/metadata.h"
 
 namespace g2p {
 

@@ -1,15 +1,15 @@
 // What a G2P checkpoint holds besides what the training loop keeps (sg::train::Trainer: the step,
 // the generator, the history, the best evaluation): the config, the two vocabularies and the
 // loader's position, and reading a checkpoint back, checked. The run directory, the one-file
-// checkpoint and the metadata codec are the library's (nn/train/).
+// checkpoint and the metadata codec are the library's (train/).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "nn/data/bucket_loader.h"
-#include "nn/train/average_checkpoints.h"
-#include "nn/train/checkpoint.h"
+#include "train/average_checkpoints.h"
+#include "train/checkpoint.h"
 #include "trainer.h"
 
 namespace g2p {

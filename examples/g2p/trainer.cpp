@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "nn/atomic_file.h"
-#include "nn/train/heatmap.h"
-#include "nn/train/line_chart.h"
-#include "nn/train/trainer.h"
+#include "train/heatmap.h"
+#include "train/line_chart.h"
+#include "train/trainer.h"
 #include "run_state.h"
 
 namespace g2p {

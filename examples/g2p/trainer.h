@@ -18,7 +18,7 @@
 
 #include "config.h"
 #include "g2p_data.h"
-#include "nn/train/trainer.h"
+#include "train/trainer.h"
 
 namespace g2p {
 

@@ -14,11 +14,11 @@
 
 #include "nn/atomic_file.h"
 #include "nn/nn.h"
-#include "nn/train/cli.h"
-#include "nn/train/line_chart.h"
-#include "nn/train/loop_config.h"
-#include "nn/train/metadata.h"
-#include "nn/train/trainer.h"
+#include "train/cli.h"
+#include "train/line_chart.h"
+#include "train/loop_config.h"
+#include "train/metadata.h"
+#include "train/trainer.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "nn/nn.h"
-#include "nn/train/history.h"
+#include "train/history.h"
 
 namespace {
 

@@ -31,7 +31,7 @@ sg_run(${CMAKE_COMMAND} --install ${SG_BUILD_DIR} --config ${SG_BUILD_TYPE} --pr
 # Headers keep their folders (the package config and its version file are checked by find_package).
 foreach(expected include/scratchgrad/autograd/autograd.h
                  include/scratchgrad/autograd/backend/backend.h include/scratchgrad/nn/nn.h
-                 include/scratchgrad/nn/train/history.h)
+                 include/scratchgrad/train/history.h)
   if(NOT EXISTS ${prefix}/${expected})
     message(FATAL_ERROR "the install is missing ${expected}")
   endif()

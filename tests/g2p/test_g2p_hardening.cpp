@@ -12,7 +12,7 @@
 #include <fstream>
 #include <set>
 
-#include "nn/train/checkpoint.h"
+#include "train/checkpoint.h"
 #include "run_state.h"
 #include "tests/g2p/g2p_testing.h"
 #include "tests/support/testing.h"

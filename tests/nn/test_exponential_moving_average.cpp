@@ -11,7 +11,7 @@
 
 #include "nn/linear.h"
 #include "nn/serialize.h"
-#include "nn/train/checkpoint.h"
+#include "train/checkpoint.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/golden.h"
 #include "tests/support/testing.h"

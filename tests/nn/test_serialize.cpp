@@ -9,7 +9,7 @@
 #include "nn/linear.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/sgd.h"
-#include "nn/train/checkpoint.h"
+#include "train/checkpoint.h"
 #include "nn/transformer.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/testing.h"

@@ -1,0 +1,346 @@
+// Tests for train/trainer.cpp, the training loop, on a task small enough to run in
+// milliseconds (a two-layer regressor with dropout): evaluations and the best model by a metric,
+// an exact resume, the divergence guard, reads every sync_every steps, the moving average and
+// checkpoint averaging, and the errors a caller can meet.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "nn/dropout.h"
+#include "nn/linear.h"
+#include "nn/loss.h"
+#include "nn/optim/adam.h"
+#include "nn/safetensors.h"
+#include "train/average_checkpoints.h"
+#include "train/fit_report.h"
+#include "train/metadata.h"
+#include "tests/nn/serialize_testing.h"
+#include "tests/support/testing.h"
+
+namespace sg::train {
+namespace {
+
+namespace fs = std::filesystem;
+using sg::testing::TempDir;
+
+struct TinyRegressor : nn::Module {
+  TinyRegressor() {
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 16));
+    drop = register_module("drop", std::make_shared<nn::Dropout>(0.1));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(16, 1));
+  }
+  Tensor forward(const Tensor& x) { return fc2->forward(drop->forward(fc1->forward(x).relu())); }
+  std::shared_ptr<nn::Linear> fc1, fc2;
+  std::shared_ptr<nn::Dropout> drop;
+};
+
+Tensor target_of(const Tensor& x) {
+  return x.matmul(from_vector(std::vector<float>{1, -2, 0.5, 3}, {4, 1})) + 1.0;
+}
+
+// y = x·w + 1 from a data stream of its own (its state in every checkpoint); evaluated on 64
+// fixed points as "mse" and "fit" = 1 / (1 + mse) (more is better).
+class Regression : public TrainingTask {
+ public:
+  explicit Regression(TinyRegressor& model) : model_(model), data_(7) {}
+
+  StepOutput training_step() override {
+    ++steps_seen;
+    Tensor x = randn({16, 4}, data_);
+    Tensor loss = nn::mse_loss(model_.forward(x), target_of(x));
+    if (steps_seen == nan_at) loss = loss * std::nan("");
+    return {loss, {}, {}};
+  }
+  Metrics evaluate() override {
+    const NoGradGuard no_grad;
+    model_.eval();
+    Generator held_out(99);
+    Tensor x = randn({64, 4}, held_out);
+    const double mse = nn::mse_loss(model_.forward(x), target_of(x)).item<double>();
+    return {{"mse", mse}, {"fit", 1 / (1 + mse)}};
+  }
+  nn::Metadata checkpoint_metadata() const override {
+    nn::Metadata md{{"format", "test-regression"},
+                    {"data_rng", std::to_string(data_.state())},
+                    {"config.width", "16"}};
+    if (!extra_key.empty()) md[extra_key] = "1";
+    return md;
+  }
+  void load_checkpoint(const Checkpoint& last) override {
+    const MetadataReader md(last.metadata, last.path);
+    md.expect_format("test-regression", "a regression checkpoint");
+    data_.set_state(md.unsigned_integer("data_rng"));
+  }
+  void on_evaluation(int64_t step, const Metrics& /*metrics*/, bool best) override {
+    evaluations.push_back(step);
+    bests.push_back(best);
+  }
+
+  int64_t steps_seen = 0, nan_at = 0;  // nan_at > 0: that step's loss is NaN
+  std::string extra_key;               // a metadata key the task should not write
+  std::vector<int64_t> evaluations;
+  std::vector<bool> bests;
+
+ private:
+  TinyRegressor& model_;
+  Generator data_;
+};
+
+TrainerOptions options_in(const std::string& dir) {
+  return {.out_dir = dir, .quiet = true, .steps = 30, .eval_every = 10, .monitor = "mse"};
+}
+
+// A fresh model, optimizer and schedule from seed 1, as a program builds them, then fit().
+struct Training {
+  struct Seed {
+    Seed() { manual_seed(1); }
+  } seed;  // first: the model's initial weights come from seed 1
+  TinyRegressor model;
+  std::unique_ptr<optim::Adam> optimizer;
+  std::unique_ptr<optim::LRScheduler> schedule;
+  std::unique_ptr<Regression> task;
+  std::unique_ptr<Trainer> trainer;
+
+  explicit Training(const TrainerOptions& options, int64_t nan_at = 0) {
+    optimizer = std::make_unique<optim::Adam>(model.parameters(), optim::AdamOptions{.lr = 1e-2});
+    schedule = std::make_unique<optim::LambdaLR>(
+        *optimizer, [](int64_t step) { return 1.0 / (1.0 + 0.01 * static_cast<double>(step)); });
+    task = std::make_unique<Regression>(model);
+    task->nan_at = nan_at;
+    trainer = std::make_unique<Trainer>(model, *optimizer, *schedule, options);
+  }
+  FitResult fit() { return trainer->fit(*task); }
+};
+
+// The same names, in the same order, with the same bits.
+void expect_same(const nn::NamedTensors& a, const nn::NamedTensors& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first) << what;
+    EXPECT_TRUE(sg::testing::tensors_equal(a[i].second, b[i].second)) << a[i].first << ": " << what;
+  }
+}
+
+void expect_same_tensors(const std::string& a, const std::string& b) {
+  expect_same(nn::load_safetensors(a).tensors, nn::load_safetensors(b).tensors, a + " vs " + b);
+}
+
+// What a finished fit says: the summary a program prints, in the task's words, and the
+// --metrics-json object, which holds what FitResult holds.
+TEST(TrainLoop, SummaryAndMetricsJson) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "run");
+  o.metrics_json = dir / "metrics.json";
+  Training run(o);
+  const FitResult r = run.fit();
+  EXPECT_NE(r.summary.find("trained 30 steps in "), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find(
+                fmt::format("best, at step {}: {}\n", r.best_step, run.task->describe(r.best))),
+            std::string::npos)
+      << r.summary;
+  std::ifstream in(o.metrics_json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j, fit_result_json(r, *run.task, o));
+  EXPECT_EQ(j.at("config"), (nlohmann::json{{"width", "16"}}));
+  EXPECT_EQ(j.at("steps"), 30);
+  EXPECT_EQ(j.at("best_step"), r.best_step);
+  EXPECT_EQ(j.at("best").at("mse"), r.best.at("mse"));
+  EXPECT_EQ(j.at("final_loss"), r.history.losses.back());
+  EXPECT_EQ(j.at("evaluated_weights"), "trained");
+  ASSERT_EQ(j.at("evals").size(), 3u);
+  EXPECT_EQ(j.at("evals")[2].at("step"), 30);
+  EXPECT_EQ(j.at("evals")[2].at("mse"), r.history.eval("mse")[2]);
+  EXPECT_FALSE(j.contains("averaged"));
+  // Stopped before the first evaluation: the summary says when one comes.
+  TrainerOptions early = options_in(dir / "early");
+  early.stop_after = 5;
+  EXPECT_NE(Training(early).fit().summary.find(
+                "no evaluation yet (one comes every --eval-every 10 steps)"),
+            std::string::npos);
+}
+
+TEST(TrainLoop, TrainsEvaluatesAndKeepsTheBestByItsMetric) {
+  TempDir dir;
+  Training run(options_in(dir / "min"));
+  const FitResult r = run.fit();
+  ASSERT_EQ(r.steps, 30);
+  ASSERT_EQ(r.history.losses.size(), 30u);
+  EXPECT_LT(r.history.losses.back(), 0.5 * r.history.losses.front());
+  EXPECT_EQ(r.history.eval_steps, (std::vector<double>{10, 20, 30}));
+  EXPECT_EQ(run.task->evaluations, (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(r.history.eval("train_seconds").size(), 3u);
+  // The best is the lowest mse, the later one on a tie, and the callback was told so.
+  const std::vector<double>& mse = r.history.eval("mse");
+  size_t best = 0;
+  for (size_t i = 1; i < mse.size(); ++i) best = mse[i] <= mse[best] ? i : best;
+  EXPECT_EQ(r.best_step, 10 * static_cast<int64_t>(best + 1));
+  EXPECT_EQ(r.best.at("mse"), mse[best]);
+  EXPECT_TRUE(run.task->bests[0]);
+  EXPECT_EQ(run.task->bests[best], true);
+  const SavedRunState saved = saved_run_state(
+      nn::load_safetensors(dir / "min/model.safetensors").metadata, "model.safetensors");
+  EXPECT_EQ(saved.best_step, r.best_step);
+  EXPECT_EQ(saved.step, r.best_step);
+  EXPECT_EQ(saved.weights, "trained");
+  EXPECT_EQ(saved.best.at("mse"), mse[best]);
+  EXPECT_TRUE(fs::exists(dir / "min/last.safetensors"));
+  // Every key the loop writes is one it reserves, so a task cannot overwrite it.
+  for (const auto& [key, value] : nn::load_safetensors(dir / "min/last.safetensors").metadata) {
+    if (key == "format" || key == "data_rng" || key == "config.width") continue;  // the task's
+    EXPECT_NE(std::find(Trainer::kLoopKeys.begin(), Trainer::kLoopKeys.end(), key),
+              Trainer::kLoopKeys.end())
+        << key;
+  }
+
+  // The same run, keeping the highest "fit" instead, keeps the same model.
+  TrainerOptions o = options_in(dir / "max");
+  o.monitor = "fit", o.maximize = true;
+  Training by_fit(o);
+  EXPECT_EQ(by_fit.fit().best_step, r.best_step);
+  expect_same_tensors(dir / "min/model.safetensors", dir / "max/model.safetensors");
+}
+
+TEST(TrainLoop, ResumeContinuesBitForBit) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "whole");
+  o.checkpoint_every = 5, o.average_last = 2, o.ema_decay = 0.9;
+  Training whole(o);
+  const FitResult w = whole.fit();
+
+  o.out_dir = dir / "halves";
+  o.stop_after = 17;  // mid-way between checkpoints and evaluations
+  Training first(o);
+  EXPECT_EQ(first.fit().steps, 17);
+  o.stop_after = 0, o.resume = true;
+  Training second(o);
+  const FitResult h = second.fit();
+  EXPECT_EQ(h.steps, 30);
+  EXPECT_EQ(h.history.losses, w.history.losses);
+  EXPECT_EQ(h.history.eval("mse"), w.history.eval("mse"));
+  EXPECT_EQ(h.best_step, w.best_step);
+  EXPECT_EQ(h.averaged_steps, (std::vector<int64_t>{25, 30}));
+  for (const char* file : {"last.safetensors", "model.safetensors", "averaged.safetensors",
+                           "checkpoint-25.safetensors", "checkpoint-30.safetensors"}) {
+    expect_same_tensors(dir / ("whole/" + std::string(file)),
+                        dir / ("halves/" + std::string(file)));
+  }
+  // A finished run resumed again changes nothing a longer run would see.
+  Training third(o);
+  third.fit();
+  expect_same_tensors(dir / "whole/last.safetensors", dir / "halves/last.safetensors");
+  EXPECT_EQ(nn::load_safetensors(dir / "whole/last.safetensors").metadata.at("global_rng"),
+            nn::load_safetensors(dir / "halves/last.safetensors").metadata.at("global_rng"));
+
+  o.resume = false;
+  EXPECT_SG_ERROR(Training(o).fit(), "pass --resume to continue it or --overwrite to start over");
+  // A resumed run keeps its precision.
+  o.resume = true, o.bf16 = true;
+  EXPECT_SG_ERROR(Training(o).fit(),
+                  "was trained in float32, and this run asks for bfloat16 autocast: a resumed run "
+                  "keeps its precision (drop --bf16, or train another run with another --out or "
+                  "--overwrite)");
+}
+
+TEST(TrainLoop, ADivergedRunStopsBeforeAnythingBrokenIsSaved) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "run");
+  o.eval_every = 5, o.sync_every = 4, o.checkpoint_every = 5;
+  o.divergence_advice = "lower the lr";
+  Training run(o, /*nan_at=*/7);
+  EXPECT_SG_ERROR(run.fit(),
+                  "step 7: the training loss is nan; training stopped (lower the lr, or resume "
+                  "from the last checkpoint)");
+  // The files of step 5 stay; nothing after it was written.
+  EXPECT_EQ(
+      saved_run_state(nn::load_safetensors(dir / "run/last.safetensors").metadata, "last").step, 5);
+  EXPECT_EQ(
+      saved_run_state(nn::load_safetensors(dir / "run/model.safetensors").metadata, "model").step,
+      5);
+  EXPECT_NO_THROW(read_checkpoint(dir / "run/model.safetensors"));  // finite weights
+}
+
+TEST(TrainLoop, ReadingTheLossEveryFewStepsChangesNoValue) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "one");
+  Training every(o);
+  const FitResult a = every.fit();
+  o.out_dir = dir / "seven", o.sync_every = 7;
+  Training seldom(o);
+  const FitResult b = seldom.fit();
+  EXPECT_EQ(a.history.losses, b.history.losses);
+  expect_same_tensors(dir / "one/last.safetensors", dir / "seven/last.safetensors");
+}
+
+TEST(TrainLoop, TheMovingAverageIsEvaluatedAndSavedAndTrainingGoesOnFromItsOwnWeights) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "ema");
+  o.ema_decay = 0.9, o.eval_every = 30;  // one evaluation, at the end
+  Training run(o);
+  run.fit();
+  const nn::SafetensorsFile best = nn::load_safetensors(dir / "ema/model.safetensors");
+  EXPECT_EQ(best.metadata.at("weights"), "ema");
+  const nn::NamedTensors& average = run.trainer->ema()->averaged();
+  expect_same(best.tensors, average, "model.safetensors vs the moving average");
+  // last.safetensors holds the trained weights, which are the model's, not the average.
+  const nn::NamedTensors trained = run.model.state_dict();
+  expect_same(read_checkpoint(dir / "ema/last.safetensors").model, trained, "last vs the model");
+  EXPECT_FALSE(sg::testing::tensors_equal(trained[0].second, average[0].second));
+}
+
+TEST(TrainLoop, TheMeanOfTheLastCheckpointsIsEvaluatedAndSaved) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "avg");
+  o.steps = 20, o.checkpoint_every = 5, o.average_last = 3;
+  Training run(o);
+  const FitResult r = run.fit();
+  EXPECT_EQ(r.averaged_steps, (std::vector<int64_t>{10, 15, 20}));
+  EXPECT_TRUE(r.averaged.contains("mse"));
+  EXPECT_FALSE(fs::exists(dir / "avg/checkpoint-5.safetensors"));  // the newest 3 are kept
+  const nn::SafetensorsFile averaged = nn::load_safetensors(dir / "avg/averaged.safetensors");
+  const SavedRunState s = saved_run_state(averaged.metadata, "averaged.safetensors");
+  EXPECT_EQ(s.weights, "average");
+  EXPECT_EQ(s.averaged_steps, r.averaged_steps);
+  const nn::NamedTensors mean = average_checkpoints({dir / "avg/checkpoint-10.safetensors",
+                                                     dir / "avg/checkpoint-15.safetensors",
+                                                     dir / "avg/checkpoint-20.safetensors"});
+  expect_same(averaged.tensors, mean, "averaged.safetensors vs the mean");
+  // The model holds its trained weights again after the mean was evaluated.
+  expect_same(read_checkpoint(dir / "avg/last.safetensors").model,
+              nn::load_safetensors(dir / "avg/checkpoint-20.safetensors").tensors,
+              "last vs checkpoint-20");
+}
+
+TEST(TrainLoop, BadOptionsAndAClashingTaskAreClearErrors) {
+  TempDir dir;
+  const auto with = [&](auto change) {
+    TrainerOptions o = options_in(dir / "x");
+    change(o);
+    return o;
+  };
+  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.steps = 0; }).validate(),
+                  "--steps must be at least 1, got 0");
+  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.eval_every = 0; }).validate(),
+                  "--eval-every must be at least 1");
+  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.sync_every = 0; }).validate(),
+                  "--sync-every must be at least 1");
+  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.average_last = 2; }).validate(),
+                  "--average-last 2 averages the checkpoints of --checkpoint-every, which is 0");
+  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.ema_decay = 1; }).validate(),
+                  "--ema must be in [0, 1), got 1");
+  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.resume = o.overwrite = true; }).validate(),
+                  "--resume and --overwrite exclude each other");
+  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.monitor = ""; }).validate(), "no monitor");
+  EXPECT_SG_ERROR(Training(with([](TrainerOptions& o) { o.monitor = "accuracy"; })).fit(),
+                  "the evaluation has no metric 'accuracy' (the monitor)");
+  Training clash(with([&](TrainerOptions& o) { o.out_dir = dir / "clash"; }));
+  clash.task->extra_key = "step";
+  EXPECT_SG_ERROR(clash.fit(), "the task's checkpoint metadata has 'step', a key the loop writes");
+}
+
+}  // namespace
+}  // namespace sg::train

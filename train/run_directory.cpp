@@ -1,0 +1,128 @@
+#include "train/run_directory.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <filesystem>
+
+namespace sg::train {
+
+namespace fs = std::filesystem;
+
+RunDirectory::RunDirectory(std::string dir) : dir_(std::move(dir)) {
+  SG_CHECK(!dir_.empty(), "RunDirectory: the directory name is empty");
+}
+
+void RunDirectory::prepare(bool resume, bool overwrite) const {
+  SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
+  SG_CHECK(!fs::exists(dir_) || fs::is_directory(dir_), "{} exists and is not a directory", dir_);
+  fs::create_directories(dir_);
+  remove_stale_temporaries(dir_);
+  if (resume) return;
+  std::vector<std::string> files{last(), best(), legacy_optimizer(), averaged()};
+  for (const auto& [_, path] : step_checkpoints()) files.push_back(path);
+  for (const std::string& path : files) {
+    if (!fs::exists(path)) continue;
+    SG_CHECK(overwrite,
+             "{} already holds a run ({}): pass --resume to continue it or --overwrite to start "
+             "over",
+             dir_, path);
+    fs::remove(path);
+  }
+}
+
+Checkpoint RunDirectory::read_last() const {
+  SG_CHECK(fs::exists(last()), "--resume: no checkpoint at {}", last());
+  Checkpoint c = read_checkpoint(last());
+  if (!c.optimizer.empty()) return c;
+  SG_CHECK(fs::exists(legacy_optimizer()), "--resume: {} holds no optimizer state", last());
+  nn::SafetensorsFile optim = nn::load_safetensors(legacy_optimizer());
+  auto step = optim.metadata.find("step"), model_step = c.metadata.find("step");
+  SG_CHECK(step != optim.metadata.end() && model_step != c.metadata.end() &&
+               step->second == model_step->second,
+           "--resume: {} (step {}) and {} (step {}) were not written together (a run stopped "
+           "between the two); refusing to resume from a mismatched pair",
+           last(), model_step == c.metadata.end() ? "unknown" : model_step->second.substr(0, 20),
+           legacy_optimizer(),
+           step == optim.metadata.end() ? "unknown" : step->second.substr(0, 20));
+  c.optimizer = std::move(optim.tensors);
+  c.optimizer_path = legacy_optimizer();
+  return c;
+}
+
+void RunDirectory::save_last(const nn::Module& model, const optim::Optimizer& optimizer,
+                             const nn::Metadata& metadata,
+                             const optim::ExponentialMovingAverage* ema) const {
+  save_checkpoint(last(), model, &optimizer, metadata, ema);
+  fs::remove(legacy_optimizer());  // an older version's optimizer file, superseded now
+}
+
+std::string RunDirectory::step_checkpoint(int64_t step) const {
+  SG_CHECK(step >= 0, "RunDirectory: a step checkpoint's step must be >= 0, got {}", step);
+  return fmt::format("{}/checkpoint-{}.safetensors", dir_, step);
+}
+
+std::vector<std::pair<int64_t, std::string>> RunDirectory::step_checkpoints() const {
+  std::vector<std::pair<int64_t, std::string>> out;
+  if (!fs::is_directory(dir_)) return out;
+  const std::string prefix = "checkpoint-", suffix = ".safetensors";
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix) || !name.ends_with(suffix) || !entry.is_regular_file()) continue;
+    const char* first = name.data() + prefix.size();
+    const char* last = name.data() + name.size() - suffix.size();
+    int64_t step = -1;
+    auto [end, ec] = std::from_chars(first, last, step);
+    // Only the names step_checkpoint writes: "checkpoint-007.safetensors" is someone else's.
+    if (ec != std::errc() || end != last || step < 0 ||
+        name != fmt::format("{}{}{}", prefix, step, suffix))
+      continue;
+    out.emplace_back(step, entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::pair<int64_t, std::string>> RunDirectory::newest_step_checkpoints(
+    int64_t count) const {
+  SG_CHECK(count >= 1, "RunDirectory: the newest {} step checkpoints: count must be >= 1", count);
+  auto steps = step_checkpoints();
+  if (steps.size() > static_cast<size_t>(count)) {
+    steps.erase(steps.begin(), steps.end() - count);
+  }
+  return steps;
+}
+
+void RunDirectory::save_step(int64_t step, const nn::Module& model, const nn::Metadata& metadata,
+                             int64_t keep) const {
+  SG_CHECK(keep >= 1, "RunDirectory::save_step: keep must be >= 1, got {}", keep);
+  save_checkpoint(step_checkpoint(step), model, nullptr, metadata);
+  const auto steps = step_checkpoints();
+  for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i) fs::remove(steps[i].second);
+}
+
+void RunDirectory::remove_steps_after(int64_t step) const {
+  for (const auto& [s, path] : step_checkpoints()) {
+    if (s > step) fs::remove(path);
+  }
+}
+
+void remove_stale_temporaries(const std::string& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp-");
+    if (at == std::string::npos || !entry.is_regular_file()) continue;
+    pid_t pid = 0;
+    const char *first = name.data() + at + 5, *end_of_name = name.data() + name.size();
+    auto [end, ec] = std::from_chars(first, end_of_name, pid);
+    if (ec != std::errc() || end != end_of_name || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its writer may still be running
+    std::error_code ignored;
+    fs::remove(entry.path(), ignored);
+  }
+}
+
+}  // namespace sg::train

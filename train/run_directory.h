@@ -1,0 +1,68 @@
+// A training run's directory and the files it keeps there:
+//   model.safetensors              the best model so far (eval and decode read it)
+//   last.safetensors               the latest state, everything --resume needs (model, optimizer,
+//                                  moving average, metadata)
+//   checkpoint-<step>.safetensors  the model every so many steps, the newest few kept, for
+//                                  averaging (average_checkpoints.h)
+//   averaged.safetensors           their average
+// Training refuses to start over an existing run unless told to continue it (--resume) or to
+// replace it (--overwrite), and removes the temporary files of writers that were killed.
+//
+//   sg::train::RunDirectory run("runs/copy");
+//   run.prepare(options.resume, options.overwrite);
+//   if (options.resume) sg::train::restore(run.read_last(), model, &optimizer);
+//   ... run.save_last(model, optimizer, metadata);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "train/checkpoint.h"
+
+namespace sg::train {
+
+class RunDirectory {
+ public:
+  explicit RunDirectory(std::string dir);
+  const std::string& path() const { return dir_; }
+  std::string best() const { return dir_ + "/model.safetensors"; }
+  std::string last() const { return dir_ + "/last.safetensors"; }
+  std::string step_checkpoint(int64_t step) const;  // checkpoint-<step>.safetensors
+  std::string averaged() const { return dir_ + "/averaged.safetensors"; }
+  // Where versions before the one-file checkpoint kept the optimizer's state.
+  std::string legacy_optimizer() const { return dir_ + "/last.optim.safetensors"; }
+
+  // Creates the directory and removes killed writers' temporary files; then, unless resuming,
+  // refuses a directory that holds a run, or with `overwrite` removes that run's checkpoints.
+  void prepare(bool resume, bool overwrite) const;
+  // last.safetensors, read and checked, with its optimizer state. A checkpoint of an older
+  // version keeps that state in last.optim.safetensors: accepted only when both files carry the
+  // same "step" metadata.
+  Checkpoint read_last() const;
+  // Writes last.safetensors (one file) and removes an older version's optimizer file.
+  void save_last(const nn::Module& model, const optim::Optimizer& optimizer,
+                 const nn::Metadata& metadata,
+                 const optim::ExponentialMovingAverage* ema = nullptr) const;
+
+  // The step checkpoints in the directory, (step, path), oldest first.
+  std::vector<std::pair<int64_t, std::string>> step_checkpoints() const;
+  // The newest `count` of them (all of them if there are fewer), oldest first: what is averaged.
+  std::vector<std::pair<int64_t, std::string>> newest_step_checkpoints(int64_t count) const;
+  // Writes the model (no optimizer) as step_checkpoint(step), then removes all step checkpoints
+  // but the newest `keep` (fairseq's --keep-last-epochs).
+  void save_step(int64_t step, const nn::Module& model, const nn::Metadata& metadata,
+                 int64_t keep) const;
+  // Removes the step checkpoints after `step`: a resumed run rewrites them, and one written
+  // after its last.safetensors by a run that was then killed must not be averaged twice over.
+  void remove_steps_after(int64_t step) const;
+
+ private:
+  std::string dir_;
+};
+
+// Removes "<name>.tmp-<pid>" files (nn/atomic_file.h) in `dir` whose writer process is gone.
+void remove_stale_temporaries(const std::string& dir);
+
+}  // namespace sg::train

@@ -1,0 +1,166 @@
+// --8<-- [start:the_loop_and_why]
+// The training loop every task shares. A learner's first loop is five lines:
+//
+//   for (int64_t step = 1; step <= steps; ++step) {
+//     optimizer.zero_grad();
+//     Tensor loss = loss_of(model, next_batch());
+//     loss.backward();
+//     optimizer.step();
+//   }
+//
+// A run that people rely on needs more, and each piece protects against something:
+//   - a run directory (run_directory.h) that a second run does not overwrite by mistake;
+//   - last.safetensors every so many steps, holding everything an exact --resume needs (weights,
+//     optimizer, moving average, the dropout generator, the data's position, the history), so a
+//     killed process loses minutes, not the run;
+//   - an evaluation every eval_every steps, and the best model by one metric kept as
+//     model.safetensors (a spiky run's last step is not always its best);
+//   - a guard that stops a diverged run (a non-finite loss) before a broken model is evaluated or
+//     saved, and never writes a checkpoint holding NaNs;
+//   - the loss read back to the host only every sync_every steps (on a GPU each read makes the host
+//     wait for everything queued);
+//   - a moving average of the weights (Polyak averaging, optim/exponential_moving_average.h) and
+//     the mean of the last checkpoints (average_checkpoints.h), evaluated like the weights;
+//   - bfloat16 autocast around the forward and the loss (mixed_precision.h);
+//   - progress on a terminal and in a log, a JSON line per evaluation, the wall time.
+//
+// Trainer is that loop, written once. The task says what differs: how a batch becomes a loss, how
+// the model is evaluated, and what the task keeps in a checkpoint (TrainingTask, with the names of
+// PyTorch Lightning's LightningModule hooks).
+// --8<-- [end:the_loop_and_why]
+//
+//   MyTask task(...);                         // a TrainingTask
+//   sg::train::Trainer trainer(model, optimizer, schedule,
+//                              {.out_dir = "runs/x", .steps = 1000, .eval_every = 100,
+//                               .monitor = "exact_match", .maximize = true});
+//   sg::train::FitResult result = trainer.fit(task);
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+#include "nn/module.h"
+#include "nn/optim/exponential_moving_average.h"
+#include "nn/optim/lr_scheduler.h"
+#include "nn/optim/optimizer.h"
+#include "train/checkpoint.h"
+#include "train/history.h"
+#include "train/saved_run_state.h"
+
+namespace sg::train {
+
+// What one training step computed, still on the model's device (nothing is read back here).
+struct StepOutput {
+  Tensor loss;  // the scalar the step minimises
+  // The token accuracy's two counts (scalars: predictions right, tokens counted); undefined when
+  // the task has none (the progress line then shows no accuracy).
+  Tensor right, counted;
+};
+
+class TrainingTask {
+ public:
+  virtual ~TrainingTask() = default;
+  // The loss of the next training batch. The model is in training mode and, with bf16, autocast
+  // is on; the loop then runs backward and the update (Lightning's training_step).
+  virtual StepOutput training_step() = 0;
+  // The held-out metrics of the model's current weights (the loop has swapped in the weights it
+  // evaluates, and puts the model back in training mode after). Lightning's validation loop.
+  virtual Metrics evaluate() = 0;
+  // One line for people about an evaluation: "held-out exact match 99.50%".
+  virtual std::string describe(const Metrics& metrics) const;
+  // The task's part of every checkpoint's metadata: its format, configuration, vocabularies and
+  // the state of its data streams (Lightning's on_save_checkpoint). Keys the loop writes itself
+  // (Trainer::kLoopKeys) are refused.
+  virtual nn::Metadata checkpoint_metadata() const = 0;
+  // On --resume, before the weights and the optimizer are restored: checks that the saved run is
+  // this one (configuration, data) and restores the data streams (Lightning's
+  // on_load_checkpoint).
+  virtual void load_checkpoint(const Checkpoint& last) = 0;
+  // After each evaluation (`best`: it is the new model.safetensors) and after the last step:
+  // charts, extra files (Keras' on_test_end and on_train_end).
+  virtual void on_evaluation(int64_t /*step*/, const Metrics& /*metrics*/, bool /*best*/) {}
+  virtual void on_train_end(const History& /*history*/) {}
+};
+
+struct TrainerOptions {
+  std::string out_dir;
+  // Continue the run in out_dir from its last.safetensors; or replace the run there. Without
+  // either, a directory that holds a run is refused.
+  bool resume = false, overwrite = false;
+  bool quiet = false;  // no progress and no evaluation lines
+  int64_t steps = 0;   // the run's length
+  // This process stops after this step even if the run is longer (kill-and-resume tests); 0: no.
+  int64_t stop_after = 0;
+  int64_t eval_every = 0;  // and at the last step
+  // last.safetensors every so many steps (0: at the end only); with average_last, the evaluated
+  // weights too, as checkpoint-<step>.safetensors, the newest average_last of them kept and their
+  // mean evaluated at the end (averaged.safetensors, and model.safetensors if it is the best).
+  int64_t checkpoint_every = 0;
+  int64_t average_last = 0;
+  int64_t sync_every = 1;   // steps between reads of the loss back to the host
+  int64_t print_every = 0;  // a progress line every so many steps off a terminal (0: eval_every)
+  bool bf16 = false;        // the forward and the loss under bfloat16 autocast
+  double ema_decay = 0;     // > 0: keep a moving average of the weights and evaluate it
+  // The metric that picks model.safetensors, and whether more is better (Keras'
+  // ModelCheckpoint(monitor, mode)). Ties go to the later evaluation.
+  std::string monitor;
+  bool maximize = false;
+  // What a user whose run diverged can do: "lower --lr-factor or raise --warmup".
+  std::string divergence_advice;
+  std::string log_jsonl;  // one JSON line per evaluation, appended (empty: none)
+  // The run's numbers at the end, as one JSON object (fit_report.h), written atomically (empty:
+  // none).
+  std::string metrics_json;
+
+  // Clear errors for counts out of range, resume with overwrite, no monitor.
+  void validate() const;
+};
+
+struct FitResult {
+  int64_t steps = 0;              // the run's steps so far (a resumed run's earlier ones included)
+  double train_seconds = 0;       // of this process
+  double median_ms_per_step = 0;  // of this process's steps
+  History history;                // every step's loss, every evaluation (with its "train_seconds")
+  int64_t best_step = 0;          // 0: no evaluation yet
+  Metrics best;                   // the evaluation of model.safetensors
+  std::vector<int64_t> averaged_steps;  // with average_last: the steps averaged at the end
+  Metrics averaged;                     // and their mean's evaluation
+  // A few lines for people (fit_report.h): steps, time and loss, the best evaluation and the
+  // mean's, in the task's words. What a program prints at the end.
+  std::string summary;
+};
+
+class Trainer {
+ public:
+  // The metadata keys the loop writes into every checkpoint.
+  static const std::vector<std::string> kLoopKeys;
+
+  // The model (built and seeded by the caller), its optimizer and the schedule that sets the
+  // optimizer's lr from its step count; they must outlive the Trainer.
+  Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LRScheduler& schedule,
+          TrainerOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains from the start, or from last.safetensors with options.resume, up to options.steps (or
+  // stop_after). A non-finite loss stops the run with an error naming the step.
+  FitResult fit(TrainingTask& task);
+
+  // The moving average of the weights (with ema_decay > 0), else null.
+  const optim::ExponentialMovingAverage* ema() const { return ema_.get(); }
+
+ private:
+  struct Loop;
+  nn::Module& model_;
+  optim::Optimizer& optimizer_;
+  optim::LRScheduler& schedule_;
+  TrainerOptions options_;
+  std::unique_ptr<optim::ExponentialMovingAverage> ema_;
+};
+
+}  // namespace sg::train
