@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "nn/nn.h"
+#include "tasks.h"
 #include "train/loop_config.h"
 #include "train/option_schema.h"
-#include "tasks.h"
 
 namespace copy_task {
 

@@ -27,8 +27,8 @@
 #include "capture_step.h"
 #include "command_line.h"
 #include "decoding.h"
-#include "distributed_training.h"
 #include "nn/capture_compare.h"
+#include "train/data_parallel_run.h"
 #include "train/metrics_log.h"
 #include "trainer.h"
 
@@ -46,10 +46,10 @@ int run_train(const Config& config, const TrainOptions& options) {
   // With --distributed every rank trains, and rank 0 alone prints, evaluates and writes; ranks
   // started with different settings stop before anything is printed (train() checks it too).
   if (options.distributed) {
-    join_distributed_job();
+    sg::train::join_distributed_job();
     check_same_settings_on_every_rank(config, options);
   }
-  const bool rank0 = !options.distributed || distributed_rank() == 0;
+  const bool rank0 = !options.distributed || sg::train::distributed_rank() == 0;
   // Which kernels run: the device, and on the CPU the reference or the fast backend.
   const std::string backend =
       options.device == "cpu"
@@ -211,16 +211,17 @@ int start_training(TrainArgs& a) {
 
 // An error in training: with --distributed, every rank ends, and one message is printed.
 int report_training_error(const std::exception& e) {
-  if (failed_alike_on_every_rank(e)) {
+  if (sg::train::failed_alike_on_every_rank(e)) {
     // Every rank threw the same error: none waits for another, so each ends normally and
     // rank 0 alone reports it.
-    if (distributed_rank() == 0) fmt::print(stderr, "copy_task: error: {}\n", e.what());
+    if (sg::train::distributed_rank() == 0) fmt::print(stderr, "copy_task: error: {}\n", e.what());
     return 1;
   }
-  if (distributed_world_size() > 1) {
+  if (sg::train::distributed_world_size() > 1) {
     // The other ranks would wait for this one in their next collective: end the whole job.
-    fmt::print(stderr, "copy_task: error on rank {}: {}\n", distributed_rank(), e.what());
-    abort_distributed_job(1);
+    fmt::print(stderr, "copy_task: error on rank {}: {}\n", sg::train::distributed_rank(),
+               e.what());
+    sg::train::abort_distributed_job(1);
   }
   fmt::print(stderr, "copy_task: error: {}\n", e.what());
   return 1;

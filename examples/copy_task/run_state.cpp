@@ -17,14 +17,7 @@ RunState state_from_metadata(const sg::train::MetadataReader& md) {
   s.step = md.integer("step");
   s.data_rng = md.unsigned_integer("data_rng");
   s.eval_rng = md.unsigned_integer("eval_rng");
-  s.global_rng = md.unsigned_integer("global_rng");
-  if (md.has("rank_rngs")) {  // written by --distributed runs
-    for (const std::string& state : md.strings("rank_rngs")) {
-      s.rank_rngs.push_back(sg::train::parse_number<uint64_t>(
-          state, fmt::format("{}: checkpoint metadata 'rank_rngs'", md.source()),
-          "a generator state in [0, 2^64)"));
-    }
-  }
+  s.dropout = sg::train::read_dropout_streams(md);
   s.best_exact = md.real("best_exact");
   s.best_step = md.integer("best_step");
   if (!md.text("first_perfect").empty()) s.first_perfect = md.integer("first_perfect");
@@ -54,12 +47,7 @@ sg::nn::Metadata metadata_for(const Config& config, const RunState& state) {
   md["step"] = std::to_string(state.step);
   md["data_rng"] = std::to_string(state.data_rng);
   md["eval_rng"] = std::to_string(state.eval_rng);
-  md["global_rng"] = std::to_string(state.global_rng);
-  if (!state.rank_rngs.empty()) {
-    std::vector<std::string> states;
-    for (uint64_t rng : state.rank_rngs) states.push_back(std::to_string(rng));
-    md["rank_rngs"] = sg::train::strings_to_json(states, "rank_rngs");
-  }
+  sg::train::write_dropout_streams(md, state.dropout);
   md["best_exact"] = fmt::format("{}", state.best_exact);
   md["best_step"] = std::to_string(state.best_step);
   md["first_perfect"] = state.first_perfect ? std::to_string(*state.first_perfect) : "";

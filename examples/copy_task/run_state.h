@@ -12,6 +12,7 @@
 #include "config.h"
 #include "nn/nn.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel_run.h"
 #include "train/history.h"
 #include "train/run_directory.h"
 
@@ -21,9 +22,9 @@ namespace copy_task {
 // hold "exact" (exact match) and "token_acc" (token accuracy).
 struct RunState {
   int64_t step = 0;
-  uint64_t data_rng = 0, eval_rng = 0, global_rng = 0;
-  // With --distributed: each rank's dropout generator, in rank order (global_rng is rank 0's).
-  std::vector<uint64_t> rank_rngs;
+  uint64_t data_rng = 0, eval_rng = 0;
+  // The dropout generator (with --distributed, each rank's, in rank order).
+  sg::train::DropoutStreams dropout;
   double best_exact = -1;
   int64_t best_step = 0;
   std::optional<int64_t> first_perfect;

@@ -10,14 +10,14 @@
 #include "autograd/autocast.h"
 #include "autograd/cuda_graph.h"
 #include "decoding.h"
-#include "distributed_training.h"
 #include "graphed_step.h"
 #include "nn/atomic_file.h"
+#include "run_state.h"
+#include "train/data_parallel_run.h"
 #include "train/line_chart.h"
 #include "train/metrics_log.h"
 #include "train/mixed_precision.h"
 #include "train/progress.h"
-#include "run_state.h"
 
 namespace copy_task {
 
@@ -68,7 +68,7 @@ int64_t target_tokens(const Batch& batch) {
 }
 
 StepResult forward_batch(sg::nn::Transformer& model, const Batch& batch, const Config& config,
-                         const DataParallelRun& ranks) {
+                         const sg::train::DataParallelRun& ranks) {
   const int64_t L = batch.tgt.size(1);
   Tensor decoder_in = batch.tgt.narrow(1, 0, L - 1);
   Tensor labels = batch.tgt.narrow(1, 1, L - 1).contiguous();
@@ -168,6 +168,25 @@ void TrainOptions::validate() const {
            "outside the graph; train each rank eagerly");
 }
 
+void check_same_settings_on_every_rank(const Config& config, const TrainOptions& options) {
+  const auto values = config.to_map();
+  std::vector<std::pair<std::string, std::string>> settings = {{"--preset", config.preset}};
+  for (const sg::train::ConfigField& field : Config::fields())
+    settings.emplace_back(field.flag, values.at(field.key));
+  auto flag = [](bool on) { return on ? "given" : "not given"; };
+  settings.insert(
+      settings.end(),
+      {{"--out", options.out_dir},
+       {"--resume", flag(options.resume)},
+       {"--overwrite", flag(options.overwrite)},
+       {"--device", options.device},
+       {"--sync-every", options.sync_every ? std::to_string(*options.sync_every) : "the default"},
+       {"--bucket-mb", fmt::format("{}", options.bucket_mb)},
+       {"--zero1", flag(options.zero1)},
+       {"--bf16", flag(options.bf16)}});
+  sg::train::check_same_settings_on_every_rank(std::move(settings), "copy_task train");
+}
+
 LoadedModel load_checkpoint(const std::string& path) {
   CheckpointFile file = read_checkpoint(path);
   LoadedModel loaded{file.config, nullptr};
@@ -195,13 +214,14 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();
   if (options.distributed) {  // before anything else: ranks started differently stop here
-    join_distributed_job();
+    sg::train::join_distributed_job();
     check_same_settings_on_every_rank(config, options);
   }
   // --distributed --device cuda: one GPU per rank, the rank's index on its machine.
-  const sg::Device device = options.distributed && options.device == "cuda"
-                                ? parse_device(fmt::format("cuda:{}", distributed_local_rank()))
-                                : parse_device(options.device);
+  const sg::Device device =
+      options.distributed && options.device == "cuda"
+          ? parse_device(fmt::format("cuda:{}", sg::train::distributed_local_rank()))
+          : parse_device(options.device);
   // Steps between reads of the loss and accuracy: 1 on the CPU (reading costs nothing there), 25
   // on a GPU (the host queues 25 steps ahead without waiting).
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);
@@ -211,9 +231,11 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
   model->to(device);  // before the optimizer: its state is made next to the parameters
-  // Adam with lr 1: the Noam schedule below gives the rate itself (it scales this base lr).
-  std::unique_ptr<sg::optim::Optimizer> optimizer =
-      make_optimizer(model->parameters(), config, options);
+  // Adam with lr 1: the Noam schedule below gives the rate itself (it scales this base lr). With
+  // --zero1, sharded over the ranks.
+  std::unique_ptr<sg::optim::Optimizer> optimizer = sg::train::make_adam(
+      model->parameters(), {.lr = 1.0, .betas = {config.beta1, config.beta2}, .eps = config.eps},
+      options.zero1);
   TaskGenerator data(config.task_kind(), config.vocab, config.min_len, config.length,
                      config.seed ^ kTrainStream);
   TaskGenerator held_out(config.task_kind(), config.vocab, config.min_len, config.length,
@@ -230,10 +252,13 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   model->train();
   // With --distributed: rank 0's parameters go to every rank, gradients are averaged in backward,
   // and each rank takes its rows of every global batch. Alone: one rank, the whole batch.
-  DataParallelRun ranks(model, config, options);
-  const bool writer = ranks.rank() == 0;  // the one rank that prints and writes files
+  sg::train::DataParallelRun ranks(
+      model, {.distributed = options.distributed, .bucket_mb = options.bucket_mb});
+  ranks.check_splits(config.batch, "--batch");
+  const bool writer = ranks.writes();  // the one rank that prints and writes files
   const bool quiet = options.quiet || !writer;
-  const std::string note = ranks.start_dropout_streams(config, state, options.resume);
+  const std::string note = ranks.start_dropout_streams(config.seed, options.resume, state.step,
+                                                       state.dropout, config.dropout > 0);
   if (!note.empty() && !quiet) fmt::print(stderr, "{}\n", note);
   const std::string bf16_note = options.bf16 ? sg::train::bfloat16_speed_note(device) : "";
   if (!bf16_note.empty() && !quiet) fmt::print(stderr, "{}\n", bf16_note);
@@ -247,7 +272,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   auto save_last = [&] {
     state.data_rng = data.state();
     state.eval_rng = held_out.state();
-    ranks.save_dropout_streams(state);         // every rank's dropout stream, for rank 0 to save
+    state.dropout = ranks.dropout_streams();   // every rank's dropout stream, for rank 0 to save
     ranks.gather_optimizer_state(*optimizer);  // --zero1: the shards, gathered on rank 0
     if (writer) run.save_last(*model, *optimizer, metadata_for(config, state));
   };
@@ -314,7 +339,10 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   while (state.step < config.loop.steps) {
     if (pending.empty()) window_start = std::chrono::steady_clock::now();
     ++state.step;
-    const Tensor stats = step(on_device(ranks.my_rows(data.next(config.batch)), device));
+    const Batch global = data.next(config.batch);
+    const Batch mine{ranks.my_rows(global.src), ranks.my_rows(global.tgt),
+                     ranks.my_rows(global.lengths)};
+    const Tensor stats = step(on_device(mine, device));
     pending.push_back({state.step, optimizer->lr(), stats});
     const bool eval_now =
         state.step % config.loop.eval_every == 0 || state.step == config.loop.steps;

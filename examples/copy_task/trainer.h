@@ -85,6 +85,11 @@ struct TrainSummary {
 // final metrics as one JSON object (see metrics_json).
 TrainSummary train(const Config& config, const TrainOptions& options);
 
+// With --distributed: refuses, on every rank alike, ranks started with different settings (the
+// config and the options that decide what the ranks do together), naming each flag and each
+// rank's value (sg::train::check_same_settings_on_every_rank).
+void check_same_settings_on_every_rank(const Config& config, const TrainOptions& options);
+
 // {"config", "steps", "final_loss", "exact_match" (0..1, the saved model on final_samples fresh
 //  sequences), "token_accuracy", "train_seconds", "median_ms_per_step", "best_step", ...}
 nlohmann::json metrics_json(const Config& config, const TrainSummary& summary);
