@@ -1,7 +1,5 @@
 #include "train/loop_config.h"
 
-#include "autograd/error.h"
-
 namespace sg::train {
 
 void LoopConfig::add_to(OptionSchema& schema, OfferedLoopOptions offered) {
@@ -31,12 +29,8 @@ void LoopConfig::add_to(OptionSchema& schema, OfferedLoopOptions offered) {
 }
 
 void LoopConfig::check() const {
-  SG_CHECK(ema >= 0 && ema < 1, "--ema must be a decay in (0, 1) (or 0: no moving average), got {}",
-           ema);
-  SG_CHECK(average_last == 0 || checkpoint_every > 0,
-           "--average-last {} needs step checkpoints to average: --checkpoint-every must be "
-           "positive",
-           average_last);
+  TrainerOptions::check_moving_average(ema);
+  TrainerOptions::check_checkpoint_averaging(average_last, checkpoint_every);
 }
 
 void LoopConfig::apply_to(TrainerOptions& options) const {

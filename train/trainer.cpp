@@ -55,13 +55,23 @@ void TrainerOptions::validate() const {
   SG_CHECK(checkpoint_every >= 0, "--checkpoint-every must not be negative, got {}",
            checkpoint_every);
   SG_CHECK(average_last >= 0, "--average-last must not be negative, got {}", average_last);
-  SG_CHECK(average_last == 0 || checkpoint_every > 0,
-           "--average-last {} averages the checkpoints of --checkpoint-every, which is 0",
-           average_last);
+  check_checkpoint_averaging(average_last, checkpoint_every);
   SG_CHECK(sync_every >= 1, "--sync-every must be at least 1, got {}", sync_every);
   SG_CHECK(print_every >= 0, "Trainer: print_every must not be negative, got {}", print_every);
-  SG_CHECK(ema_decay >= 0 && ema_decay < 1, "--ema must be in [0, 1), got {}", ema_decay);
+  check_moving_average(ema_decay);
   SG_CHECK(!monitor.empty(), "Trainer: no monitor (the metric that picks model.safetensors)");
+}
+
+void TrainerOptions::check_moving_average(double ema_decay) {
+  SG_CHECK(ema_decay >= 0 && ema_decay < 1,
+           "--ema must be a decay in (0, 1) (or 0: no moving average), got {}", ema_decay);
+}
+
+void TrainerOptions::check_checkpoint_averaging(int64_t average_last, int64_t checkpoint_every) {
+  SG_CHECK(average_last == 0 || checkpoint_every > 0,
+           "--average-last {} needs step checkpoints to average: --checkpoint-every must be "
+           "positive",
+           average_last);
 }
 
 // One fit(): the loop's state, and each thing the loop does as a function of its own.

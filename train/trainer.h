@@ -118,6 +118,10 @@ struct TrainerOptions {
 
   // Clear errors for counts out of range, resume with overwrite, no monitor.
   void validate() const;
+  // The two rules no single bound catches, which LoopConfig::check states for a program's flags
+  // too: the moving average's decay in [0, 1), and averaging only with step checkpoints.
+  static void check_moving_average(double ema_decay);
+  static void check_checkpoint_averaging(int64_t average_last, int64_t checkpoint_every);
 };
 
 struct FitResult {

@@ -16,11 +16,11 @@
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
 #include "nn/safetensors.h"
+#include "tests/nn/serialize_testing.h"
+#include "tests/support/testing.h"
 #include "train/average_checkpoints.h"
 #include "train/fit_report.h"
 #include "train/metadata.h"
-#include "tests/nn/serialize_testing.h"
-#include "tests/support/testing.h"
 
 namespace sg::train {
 namespace {
@@ -328,10 +328,11 @@ TEST(TrainLoop, BadOptionsAndAClashingTaskAreClearErrors) {
                   "--eval-every must be at least 1");
   EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.sync_every = 0; }).validate(),
                   "--sync-every must be at least 1");
-  EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.average_last = 2; }).validate(),
-                  "--average-last 2 averages the checkpoints of --checkpoint-every, which is 0");
+  EXPECT_SG_ERROR(
+      with([](TrainerOptions& o) { o.average_last = 2; }).validate(),
+      "--average-last 2 needs step checkpoints to average: --checkpoint-every must be positive");
   EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.ema_decay = 1; }).validate(),
-                  "--ema must be in [0, 1), got 1");
+                  "--ema must be a decay in (0, 1) (or 0: no moving average), got 1");
   EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.resume = o.overwrite = true; }).validate(),
                   "--resume and --overwrite exclude each other");
   EXPECT_SG_ERROR(with([](TrainerOptions& o) { o.monitor = ""; }).validate(), "no monitor");
