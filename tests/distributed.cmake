@@ -15,7 +15,8 @@ add_executable(distributed_tests distributed/main.cpp distributed/test_process_g
                                  distributed/test_shared_memory_collectives.cpp
                                  distributed/test_zero_redundancy_optimizer.cpp
                                  distributed/test_same_settings.cpp
-                                 distributed/test_data_parallel_run.cpp)
+                                 distributed/test_data_parallel_run.cpp
+                                 distributed/test_trainer_data_parallel.cpp)
 target_link_libraries(distributed_tests PRIVATE sg_test_support scratchgrad::distributed
                                                 scratchgrad::train)
 sg_set_warnings(distributed_tests)

@@ -35,8 +35,8 @@ double seconds_since(Clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string> Trainer::kLoopKeys = {
-    "step",    "global_rng",     "history",          "best_step", "best_metrics",
-    "weights", "averaged_steps", "averaged_metrics", "precision"};
+    "step",         "global_rng", "rank_rngs",      "history",          "best_step",
+    "best_metrics", "weights",    "averaged_steps", "averaged_metrics", "precision"};
 
 std::string TrainingTask::describe(const Metrics& metrics) const {
   std::string line;
@@ -80,7 +80,11 @@ struct Trainer::Loop {
   TrainingTask& task;
   const TrainerOptions& o;
   nn::Module& model;
+  DataParallelRun& ranks;
   const RunDirectory run;
+  // What each rank's own dropout stream is derived from: the generator as the program seeded it,
+  // alike on every rank.
+  const uint64_t dropout_seed = default_generator().state();
   int64_t step = 0;
   History history;
   int64_t best_step = 0;
@@ -104,7 +108,12 @@ struct Trainer::Loop {
   std::optional<Progress> progress;
 
   Loop(Trainer& t, TrainingTask& tk)
-      : trainer(t), task(tk), o(t.options_), model(t.model_), run(t.options_.out_dir) {}
+      : trainer(t),
+        task(tk),
+        o(t.options_),
+        model(t.model_),
+        ranks(*t.ranks_),
+        run(t.options_.out_dir) {}
 
   double elapsed() const { return seconds_before + seconds_since(start); }
 
@@ -122,7 +131,9 @@ struct Trainer::Loop {
     if (trainer.ema_) trainer.ema_->swap(model);
   }
 
-  nn::Metadata metadata(const std::string& weights) {
+  // The dropout streams a checkpoint holds: this process's, or in last.safetensors every rank's
+  // (gathered by save_last on every rank).
+  nn::Metadata metadata(const std::string& weights, const DropoutStreams& streams = {}) {
     history.totals["seconds"] = elapsed();
     nn::Metadata md = task.checkpoint_metadata();
     for (const std::string& key : kLoopKeys) {
@@ -130,7 +141,9 @@ struct Trainer::Loop {
                "Trainer: the task's checkpoint metadata has '{}', a key the loop writes", key);
     }
     md["step"] = std::to_string(step);
-    md["global_rng"] = std::to_string(default_generator().state());
+    write_dropout_streams(md, streams.per_rank.empty()
+                                  ? DropoutStreams{.global = default_generator().state()}
+                                  : streams);
     md["history"] = history.to_json();
     md["best_step"] = std::to_string(best_step);
     md["best_metrics"] = metrics_to_json(best);
@@ -153,14 +166,18 @@ struct Trainer::Loop {
     check_finite(path);
     save_checkpoint(path, model, nullptr, metadata(weights));
   }
+  // Collective: every rank's dropout stream and a sharded optimizer's state go to rank 0 first.
   void save_last() {
+    const DropoutStreams streams = ranks.dropout_streams();
+    ranks.gather_optimizer_state(trainer.optimizer_);
+    if (!ranks.writes()) return;
     check_finite(run.last());
-    run.save_last(model, trainer.optimizer_, metadata("trained"), trainer.ema_.get());
+    run.save_last(model, trainer.optimizer_, metadata("trained", streams), trainer.ema_.get());
   }
   // A step checkpoint for average_last, written before last.safetensors (see
   // RunDirectory::remove_steps_after).
   void save_step() {
-    if (o.average_last == 0) return;
+    if (o.average_last == 0 || !ranks.writes()) return;
     with_evaluated_weights([&] {
       check_finite(run.step_checkpoint(step));
       run.save_step(step, model, metadata(evaluated_weights()), o.average_last);
@@ -184,7 +201,9 @@ struct Trainer::Loop {
              trainer.optimizer_.step_count(), step);
     best_step = md.integer("best_step");
     best = metrics_from_json(md, "best_metrics");
-    default_generator().set_state(md.unsigned_integer("global_rng"));
+    const std::string note = ranks.start_dropout_streams(
+        dropout_seed, /*resumed=*/true, step, read_dropout_streams(md), /*has_dropout=*/true);
+    if (!note.empty() && ranks.writes()) fmt::print(stderr, "{}\n", note);
     seconds_before = history.totals.contains("seconds") ? history.totals["seconds"] : 0.0;
     run.remove_steps_after(step);  // written after last.safetensors by a killed run
   }
@@ -199,6 +218,7 @@ struct Trainer::Loop {
       out = task.training_step();
     }
     out.loss.backward();
+    ranks.finish_gradient_sync();  // every gradient the mean over the ranks (alone: nothing)
     trainer.optimizer_.step();
     if (trainer.ema_) trainer.ema_->update(model);
     const NoGradGuard no_grad;
@@ -216,7 +236,8 @@ struct Trainer::Loop {
     if (pending.empty()) return;
     std::vector<Tensor> rows;
     for (const PendingStep& p : pending) rows.push_back(p.stats);
-    const std::vector<double> values = cat(rows).to_vector<double>();
+    // With several ranks, the mean over them (collective: every rank syncs at the same steps).
+    const std::vector<double> values = ranks.mean_over_ranks(cat(rows)).to_vector<double>();
     const double window_ms =
         std::chrono::duration<double, std::milli>(Clock::now() - window_start).count();
     size_t at = 0;
@@ -309,7 +330,7 @@ struct Trainer::Loop {
         step == end) {
       sync();
     }
-    if (eval_now) evaluate();
+    if (eval_now && ranks.writes()) evaluate();
     if (o.checkpoint_every > 0 && (checkpoint_now || step == o.steps)) save_step();
     if (checkpoint_now) save_last();
     trainer.schedule_.step();  // the lr of the next update
@@ -317,8 +338,12 @@ struct Trainer::Loop {
 
   FitResult fit() {
     run.prepare(o.resume, o.overwrite);
-    if (o.resume) resume();
-    if (!o.quiet) {
+    if (o.resume) {
+      resume();
+    } else {
+      ranks.start_dropout_streams(dropout_seed, /*resumed=*/false, 0, {}, /*has_dropout=*/true);
+    }
+    if (!o.quiet && ranks.writes()) {
       const std::string note =
           o.bf16 ? bfloat16_speed_note(model.parameters().front().device()) : "";
       if (!note.empty()) fmt::print(stderr, "{}\n", note);
@@ -338,10 +363,11 @@ struct Trainer::Loop {
     }
     if (progress) progress->finish();
     const double train_seconds = seconds_since(start);
-    if (o.average_last > 0 && step == o.steps) average_newest();
+    if (o.average_last > 0 && step == o.steps && ranks.writes()) average_newest();
     save_last();
-    task.on_train_end(history);
     FitResult r = result(train_seconds);
+    if (!ranks.writes()) return r;
+    task.on_train_end(history);
     r.summary = fit_summary(r, task, o);
     write_json_file(o.metrics_json, fit_result_json(r, task, o));
     return r;
@@ -350,6 +376,7 @@ struct Trainer::Loop {
   FitResult result(double train_seconds) {
     FitResult r;
     r.steps = step;
+    r.world_size = ranks.world_size();
     r.train_seconds = train_seconds;
     if (!step_ms.empty()) {
       const auto middle = step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2);
@@ -366,8 +393,13 @@ struct Trainer::Loop {
 };
 
 Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LRScheduler& schedule,
-                 TrainerOptions options)
-    : model_(model), optimizer_(optimizer), schedule_(schedule), options_(std::move(options)) {
+                 TrainerOptions options, DataParallelRun* ranks)
+    : model_(model),
+      optimizer_(optimizer),
+      schedule_(schedule),
+      options_(std::move(options)),
+      alone_(ranks ? nullptr : std::make_unique<DataParallelRun>(nullptr, DataParallelOptions{})),
+      ranks_(ranks ? ranks : alone_.get()) {
   options_.validate();
   SG_CHECK(!model_.parameters().empty(), "Trainer: the model has no parameters");
   // The moving average starts as a copy of the initial weights (or is read back on resume).

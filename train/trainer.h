@@ -22,6 +22,8 @@
 //   - a moving average of the weights (Polyak averaging, optim/exponential_moving_average.h) and
 //     the mean of the last checkpoints (average_checkpoints.h), evaluated like the weights;
 //   - bfloat16 autocast around the forward and the loss (mixed_precision.h);
+//   - data parallelism over the ranks of an mpirun job (data_parallel_run.h): gradients averaged
+//     before each update, a dropout stream per rank, rank 0 alone evaluating and writing;
 //   - progress on a terminal and in a log, a JSON line per evaluation, the wall time.
 //
 // Trainer is that loop, written once. The task says what differs: how a batch becomes a loss, how
@@ -48,6 +50,7 @@
 #include "nn/optim/lr_scheduler.h"
 #include "nn/optim/optimizer.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel_run.h"
 #include "train/history.h"
 #include "train/saved_run_state.h"
 
@@ -126,6 +129,7 @@ struct TrainerOptions {
 
 struct FitResult {
   int64_t steps = 0;              // the run's steps so far (a resumed run's earlier ones included)
+  int world_size = 1;             // the ranks that trained (data_parallel_run.h)
   double train_seconds = 0;       // of this process
   double median_ms_per_step = 0;  // of this process's steps
   History history;                // every step's loss, every evaluation (with its "train_seconds")
@@ -144,9 +148,15 @@ class Trainer {
   static const std::vector<std::string> kLoopKeys;
 
   // The model (built and seeded by the caller), its optimizer and the schedule that sets the
-  // optimizer's lr from its step count; they must outlive the Trainer.
+  // optimizer's lr from its step count; they must outlive the Trainer. With `ranks` (data
+  // parallelism over the ranks of an mpirun job, data_parallel_run.h; it must outlive the Trainer
+  // too), every rank calls fit(): each step's gradients are averaged over the ranks before the
+  // update and the logged loss is the ranks' mean; each rank draws dropout from a stream of its
+  // own, saved in every last.safetensors ("rank_rngs") and restored on --resume; rank 0 alone
+  // evaluates, prints and writes files. The task takes its rows of each batch (ranks.my_rows)
+  // and its evaluate() must use no collective.
   Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LRScheduler& schedule,
-          TrainerOptions options);
+          TrainerOptions options, DataParallelRun* ranks = nullptr);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -164,6 +174,8 @@ class Trainer {
   optim::Optimizer& optimizer_;
   optim::LRScheduler& schedule_;
   TrainerOptions options_;
+  std::unique_ptr<DataParallelRun> alone_;  // one rank, when no `ranks` were given
+  DataParallelRun* ranks_;
   std::unique_ptr<optim::ExponentialMovingAverage> ema_;
 };
 
