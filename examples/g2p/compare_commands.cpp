@@ -11,7 +11,6 @@
 #include "nn/data/pronouncing_dictionary.h"
 #include "train/cli.h"
 #include "train/metrics_log.h"
-#include "report.h"
 
 namespace g2p {
 
@@ -112,11 +111,16 @@ int run_score(const ScoreArgs& a) {
   }
   if (c.extra > 0)
     fmt::print("note: {} predicted words are not in {}: ignored\n", c.extra, a.reference);
-  const ErrorRates r = sg::data::score_pronunciations(c.words, c.predicted);
-  print_error_rates(fmt::format("{} ({} words)", a.predictions, r.words), r);
+  const sg::data::PronunciationScores r = sg::data::score_pronunciations(c.words, c.predicted);
+  fmt::print("{} ({} words): {}\n", a.predictions, r.words, sg::data::describe(r));
   int64_t shown = 0;
-  for (size_t i = 0; i < c.words.size() && shown < a.errors; ++i)
-    if (print_if_wrong(c.words[i].spelling, c.predicted[i], c.words[i].pronunciations)) ++shown;
+  for (size_t i = 0; i < c.words.size() && shown < a.errors; ++i) {
+    if (auto line = sg::data::describe_if_wrong(c.words[i].spelling, c.predicted[i],
+                                                c.words[i].pronunciations)) {
+      fmt::print("{}\n", *line);
+      ++shown;
+    }
+  }
   sg::train::write_json_file(a.metrics, {{"words", r.words},
                                          {"wer", r.wer},
                                          {"per", r.per},

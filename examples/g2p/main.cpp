@@ -17,10 +17,9 @@
 
 #include "compare_commands.h"
 #include "nn/data/cmudict.h"
+#include "run_state.h"
 #include "train/cli.h"
 #include "train/saved_run_state.h"
-#include "report.h"
-#include "run_state.h"
 #include "trainer.h"
 
 using namespace g2p;
@@ -41,7 +40,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
     ErrorRates r = evaluate(model, words, width, limit, length_penalty);
     const std::string decoding =
         width == 1 ? "greedy" : fmt::format("beam {}, length penalty {}", width, length_penalty);
-    print_error_rates(fmt::format("{} ({} words), {}", split_name, r.words, decoding), r);
+    fmt::print("{} ({} words), {}: {}\n", split_name, r.words, decoding, sg::data::describe(r));
   }
   // A few mistakes, to see what the model gets wrong.
   int64_t shown = 0;
@@ -51,7 +50,11 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
       spellings.push_back(words[i].spelling);
     auto predicted = model.pronounce(spellings, beam, length_penalty);
     for (size_t i = 0; i < predicted.size() && shown < errors; ++i)
-      if (print_if_wrong(spellings[i], predicted[i], words[first + i].pronunciations)) ++shown;
+      if (auto line = sg::data::describe_if_wrong(spellings[i], predicted[i],
+                                                  words[first + i].pronunciations)) {
+        fmt::print("{}\n", *line);
+        ++shown;
+      }
   }
   return 0;
 }

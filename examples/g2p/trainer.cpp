@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "nn/atomic_file.h"
+#include "run_state.h"
 #include "train/heatmap.h"
 #include "train/line_chart.h"
 #include "train/trainer.h"
-#include "run_state.h"
 
 namespace g2p {
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -137,6 +138,32 @@ PronunciationScores score_pronunciations(const std::vector<DictionaryWord>& word
           .stress_mistakes = kinds.stress(),
           .vowel_mistakes = kinds.vowels(),
           .consonant_mistakes = kinds.consonants()};
+}
+
+std::string describe(const PronunciationScores& s) {
+  const auto share = [&](int64_t n) {
+    return 100.0 * static_cast<double>(n) / static_cast<double>(std::max<int64_t>(s.words, 1));
+  };
+  return fmt::format(
+      "WER {:.2f}%  PER {:.2f}%  (without stress: WER {:.2f}%  PER {:.2f}%)\n"
+      "  wrong words by kind: stress only {} ({:.2f}%), vowels only {} ({:.2f}%), a consonant {} "
+      "({:.2f}%)",
+      100 * s.wer, 100 * s.per, 100 * s.wer_without_stress, 100 * s.per_without_stress,
+      s.stress_mistakes, share(s.stress_mistakes), s.vowel_mistakes, share(s.vowel_mistakes),
+      s.consonant_mistakes, share(s.consonant_mistakes));
+}
+
+std::optional<std::string> describe_if_wrong(
+    const std::string& word, const std::vector<std::string>& predicted,
+    const std::vector<std::vector<std::string>>& references) {
+  SG_CHECK(!references.empty(), "describe_if_wrong: '{}' has no reference pronunciation", word);
+  if (std::find(references.begin(), references.end(), predicted) != references.end()) {
+    return std::nullopt;
+  }
+  return fmt::format("  {:<16} predicted {:<28} dictionary {:<28} {}", word,
+                     predicted.empty() ? "(none)" : fmt::format("{}", fmt::join(predicted, " ")),
+                     fmt::format("{}", fmt::join(references[0], " ")),
+                     to_string(mistake_kind(predicted, references)));
 }
 
 }  // namespace sg::data

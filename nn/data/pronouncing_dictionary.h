@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -71,5 +72,16 @@ struct PronunciationScores {
 // predicted[i] against the pronunciations of words[i].
 PronunciationScores score_pronunciations(const std::vector<DictionaryWord>& words,
                                          const std::vector<std::vector<std::string>>& predicted);
+
+// The scores as every G2P report here prints them, so that a model's and another system's read
+// alike: "WER 35.31%  PER 9.51%  (without stress: WER 29.87%  PER 7.22%)", then a line with the
+// wrong words by kind.
+std::string describe(const PronunciationScores& scores);
+// One wrong word, its prediction, its first reference and the kind of mistake:
+// "  tensor  predicted T EH1 N S ER1  dictionary T EH1 N S ER0  stress only"; nothing when the
+// prediction is one of the references.
+std::optional<std::string> describe_if_wrong(
+    const std::string& word, const std::vector<std::string>& predicted,
+    const std::vector<std::vector<std::string>>& references);
 
 }  // namespace sg::data

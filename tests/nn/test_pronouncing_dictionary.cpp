@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "nn/data/mistake_kinds.h"
 #include "nn/data/pronouncing_dictionary.h"
 #include "tests/support/testing.h"
 
@@ -154,6 +155,30 @@ TEST(PronouncingDictionary, GroupsByWordAndLowercases) {
   EXPECT_SG_ERROR(lowercase_word(""), "lowercase_word: an empty word has no pronunciation");
   EXPECT_SG_ERROR(score_pronunciations(words, {{"R"}}),
                   "score_pronunciations: 2 words but 1 predictions");
+}
+
+// How a score and a wrong word read in every report (g2p eval, g2p score).
+TEST(PronouncingDictionary, DescribesScoresAndWrongWords) {
+  const PronunciationScores s{.wer = 0.5,
+                              .per = 2.0 / 14,
+                              .words = 4,
+                              .wer_without_stress = 0.25,
+                              .per_without_stress = 1.0 / 14,
+                              .stress_mistakes = 1,
+                              .consonant_mistakes = 1};
+  EXPECT_EQ(describe(s),
+            "WER 50.00%  PER 14.29%  (without stress: WER 25.00%  PER 7.14%)\n"
+            "  wrong words by kind: stress only 1 (25.00%), vowels only 0 (0.00%), a consonant 1 "
+            "(25.00%)");
+  const std::vector<Phonemes> read = {{"R", "EH1", "D"}, {"R", "IY1", "D"}};
+  EXPECT_EQ(describe_if_wrong("read", {"R", "IY1", "D"}, read), std::nullopt);
+  const std::string wrong = describe_if_wrong("read", {"R", "IY0", "D"}, read).value_or("");
+  EXPECT_NE(wrong.find("read"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("predicted R IY0 D"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("dictionary R EH1 D"), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find(to_string(MistakeKind::kStress)), std::string::npos) << wrong;
+  EXPECT_NE(describe_if_wrong("read", {}, read).value_or("").find("(none)"), std::string::npos);
+  EXPECT_SG_ERROR(describe_if_wrong("read", {}, {}), "'read' has no reference pronunciation");
 }
 
 }  // namespace
