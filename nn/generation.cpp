@@ -8,6 +8,7 @@
 #include "autograd/error.h"
 #include "autograd/factory.h"
 #include "autograd/grad_mode.h"
+#include "nn/data/pad_sequences.h"
 
 namespace sg::nn {
 
@@ -310,19 +311,14 @@ std::vector<std::vector<int64_t>> generate_in_batches(
   SG_CHECK(options.pad >= 0, "generate_in_batches: sources are padded, so pad must be a token id");
   std::vector<std::vector<int64_t>> out;
   for (size_t first = 0; first < sources.size(); first += static_cast<size_t>(batch_size)) {
-    const size_t rows = std::min(sources.size() - first, static_cast<size_t>(batch_size));
-    size_t longest = 0;
-    for (size_t r = 0; r < rows; ++r) {
-      SG_CHECK(!sources[first + r].empty(), "generate_in_batches: source {} is empty", first + r);
-      longest = std::max(longest, sources[first + r].size());
+    const auto begin = sources.begin() + static_cast<std::ptrdiff_t>(first);
+    const std::vector<std::vector<int64_t>> rows(
+        begin, begin + static_cast<std::ptrdiff_t>(
+                           std::min(sources.size() - first, static_cast<size_t>(batch_size))));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      SG_CHECK(!rows[r].empty(), "generate_in_batches: source {} is empty", first + r);
     }
-    std::vector<int64_t> ids(rows * longest, options.pad);
-    for (size_t r = 0; r < rows; ++r) {
-      std::copy(sources[first + r].begin(), sources[first + r].end(),
-                ids.begin() + static_cast<std::ptrdiff_t>(r * longest));
-    }
-    const Tensor src =
-        from_vector(ids, {static_cast<int64_t>(rows), static_cast<int64_t>(longest)}).to(device);
+    const Tensor src = data::pad_sequences(rows, options.pad).to(device);
     if (beam.beam_size == 1) {
       for (auto& tokens : greedy_search(model, src, options)) out.push_back(std::move(tokens));
     } else {

@@ -10,6 +10,8 @@
 #include "nn/data/cmudict.h"
 #include "nn/data/error_rates.h"
 #include "nn/data/mistake_kinds.h"
+#include "nn/data/pad_sequences.h"
+#include "nn/data/pronouncing_dictionary.h"
 #include "nn/data/split.h"
 #include "nn/data/vocabulary.h"
 #include "nn/decoder_only_transformer.h"

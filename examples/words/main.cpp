@@ -79,17 +79,13 @@ Words read_words(const std::string& path) {
 
 // <bos> letters <eos>, padded to the longest: [B, L + 2].
 Tensor tokens_of(const std::vector<std::string>& words, const Vocabulary& letters) {
-  size_t longest = 0;
-  for (const auto& w : words) longest = std::max(longest, w.size());
-  std::vector<int64_t> ids(words.size() * (longest + 2), Vocabulary::kPad);
-  for (size_t r = 0; r < words.size(); ++r) {
-    std::vector<int64_t> row = letters.encode(sg::data::letters_of(words[r]));
-    row.insert(row.begin(), Vocabulary::kBos);
-    row.push_back(Vocabulary::kEos);
-    std::copy(row.begin(), row.end(), ids.begin() + static_cast<std::ptrdiff_t>(r * (longest + 2)));
+  std::vector<std::vector<int64_t>> rows;
+  for (const auto& w : words) {
+    rows.push_back({Vocabulary::kBos});
+    for (int64_t id : letters.encode(sg::data::letters_of(w))) rows.back().push_back(id);
+    rows.back().push_back(Vocabulary::kEos);
   }
-  return sg::from_vector(ids,
-                         {static_cast<int64_t>(words.size()), static_cast<int64_t>(longest + 2)});
+  return sg::data::pad_sequences(rows, Vocabulary::kPad);
 }
 
 // The next-letter loss of a batch, ignoring padding; with `counts`, the right and counted letters.

@@ -1,11 +1,14 @@
 #include "nn/data/bucket_loader.h"
 
+#include "nn/data/pad_sequences.h"
+
 #include <algorithm>
 #include <numeric>
 #include <random>
 
 #include "autograd/error.h"
 #include "autograd/factory.h"
+#include "nn/data/pad_sequences.h"
 
 namespace sg::data {
 
@@ -108,21 +111,12 @@ Batch BucketLoader::next() {
 }
 
 Batch BucketLoader::make_batch(const std::vector<int64_t>& ids) const {
-  size_t S = 0, T = 0;
+  std::vector<std::vector<int64_t>> sources, targets;
   for (int64_t i : ids) {
-    S = std::max(S, examples_[static_cast<size_t>(i)].source.size());
-    T = std::max(T, examples_[static_cast<size_t>(i)].target.size());
+    sources.push_back(examples_[static_cast<size_t>(i)].source);
+    targets.push_back(examples_[static_cast<size_t>(i)].target);
   }
-  const auto B = static_cast<int64_t>(ids.size());
-  std::vector<int64_t> src(static_cast<size_t>(B) * S, pad_id_),
-      tgt(static_cast<size_t>(B) * T, pad_id_);
-  for (size_t r = 0; r < ids.size(); ++r) {
-    const auto& e = examples_[static_cast<size_t>(ids[r])];
-    std::copy(e.source.begin(), e.source.end(), src.begin() + static_cast<std::ptrdiff_t>(r * S));
-    std::copy(e.target.begin(), e.target.end(), tgt.begin() + static_cast<std::ptrdiff_t>(r * T));
-  }
-  return {from_vector(src, {B, static_cast<int64_t>(S)}),
-          from_vector(tgt, {B, static_cast<int64_t>(T)}), ids};
+  return {pad_sequences(sources, pad_id_), pad_sequences(targets, pad_id_), ids};
 }
 
 }  // namespace sg::data
