@@ -67,3 +67,14 @@ if(TARGET copy_task_lib AND MPIEXEC_EXECUTABLE)
   set_tests_properties(distributed.copy_task.cli PROPERTIES LABELS distributed_e2e TIMEOUT 300
                                                             ENVIRONMENT "${SG_MPIRUN_ENV}")
 endif()
+
+# The words example's --distributed: the library's training loop over 2 ranks, from the command
+# line (label distributed_e2e: it trains for real, a few seconds).
+if(TARGET words AND MPIEXEC_EXECUTABLE)
+  add_test(NAME distributed.words.cli
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/distributed/words/cli_test.sh
+                   $<TARGET_FILE:words> ${MPIEXEC_EXECUTABLE}
+                   ${CMAKE_CURRENT_SOURCE_DIR}/data/cmudict_slice.dict)
+  set_tests_properties(distributed.words.cli PROPERTIES LABELS distributed_e2e TIMEOUT 300
+                                                        ENVIRONMENT "${SG_MPIRUN_ENV}")
+endif()

@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "autograd/generator.h"
 #include "nn/module.h"
 #include "nn/optim/exponential_moving_average.h"
 #include "nn/optim/optimizer.h"
@@ -65,6 +67,23 @@ void check_fits(const Checkpoint& checkpoint, const nn::DecoderOnlyOptions& opti
 // given. Each of the two loads all or nothing (nn::load, Optimizer::load_state); errors name the
 // file.
 void restore(const Checkpoint& checkpoint, nn::Module& model, optim::Optimizer* optimizer);
+// A model of type Model built from `options` with the checkpoint's weights, in evaluation mode:
+// its sizes checked against the file first (check_fits), built without drawing from the global
+// generator (the initial weights are replaced by the file's), then loaded (restore).
+//   auto model = sg::train::load_model<sg::nn::Transformer>(c, config.model_options());
+template <class Model, class Options>
+std::shared_ptr<Model> load_model(const Checkpoint& checkpoint, const Options& options) {
+  check_fits(checkpoint, options);
+  std::shared_ptr<Model> model;
+  {
+    const ForkRng keep_the_stream;
+    model = std::make_shared<Model>(options);
+  }
+  restore(checkpoint, *model, nullptr);
+  model->eval();
+  return model;
+}
+
 // The optimizer's part alone (for a model already loaded): its state must be there.
 void restore_optimizer(const Checkpoint& checkpoint, optim::Optimizer& optimizer);
 // The moving average's part: its state must be there, for an average of the same decay.

@@ -16,6 +16,7 @@
 
 #include "autograd/error.h"
 #include "train/average_checkpoints.h"
+#include "train/data_parallel_run.h"
 #include "train/loop_config.h"
 #include "train/numbers.h"
 #include "train/option_schema.h"
@@ -95,6 +96,37 @@ inline void add_run_flags(CLI::App& cmd, TrainerOptions& options, const OptionSc
   cmd.add_flag("--quiet", options.quiet, "no progress output");
   cmd.add_option("--metrics-json", options.metrics_json, "write the run's numbers here at the end");
   cmd.add_option("--log-jsonl", options.log_jsonl, "append a JSON line per evaluation here");
+}
+
+// --distributed and --bucket-mb (data_parallel_run.h): data parallelism over `mpirun -np N`.
+inline void add_data_parallel_flags(CLI::App& cmd, DataParallelOptions& options) {
+  cmd.add_flag("--distributed", options.distributed,
+               "data-parallel over the processes of `mpirun -np N` (--batch is the global batch; "
+               "rank 0 prints and writes)");
+  cmd.add_option("--bucket-mb", options.bucket_mb,
+                 "with --distributed: MiB of gradients per all-reduce bucket (default 25)")
+      ->check(real_in(1e-6, 1e6));
+}
+
+// With parallel.distributed, before anything else: joins the job and refuses, on every rank
+// alike, ranks started with different flags (every option of `schema`, and the run's own).
+inline void join_with_same_flags(const DataParallelOptions& parallel, const OptionSchema& schema,
+                                 const TrainerOptions& options, const std::string& program) {
+  if (!parallel.distributed) return;
+  join_distributed_job();
+  std::vector<std::pair<std::string, std::string>> settings;
+  const auto values = schema.to_map();
+  for (const ConfigField& field : schema.fields()) {
+    settings.emplace_back(field.flag, values.at(field.key));
+  }
+  const auto given = [](bool on) { return on ? "given" : "not given"; };
+  settings.insert(settings.end(), {{"--out", options.out_dir},
+                                   {"--resume", given(options.resume)},
+                                   {"--overwrite", given(options.overwrite)},
+                                   {"--stop-after", std::to_string(options.stop_after)},
+                                   {"--bf16", given(options.bf16)},
+                                   {"--bucket-mb", fmt::format("{}", parallel.bucket_mb)}});
+  check_same_settings_on_every_rank(std::move(settings), program);
 }
 
 // `average`: the mean of several checkpoints' weights as one file (average_checkpoints.h), from

@@ -292,4 +292,17 @@ bool failed_alike_on_every_rank(const std::exception& error) {
 #endif
 }
 
+int report_error(const std::exception& error, const std::string& program) {
+  if (failed_alike_on_every_rank(error)) {
+    if (distributed_rank() == 0) fmt::print(stderr, "{}: error: {}\n", program, error.what());
+    return 1;
+  }
+  if (distributed_world_size() > 1) {
+    fmt::print(stderr, "{}: error on rank {}: {}\n", program, distributed_rank(), error.what());
+    abort_distributed_job(1);
+  }
+  fmt::print(stderr, "{}: error: {}\n", program, error.what());
+  return 1;
+}
+
 }  // namespace sg::train

@@ -127,4 +127,10 @@ void check_same_settings_on_every_rank(std::vector<std::pair<std::string, std::s
 // Whether `error` was thrown alike on every rank, so each may end normally and rank 0 report it.
 bool failed_alike_on_every_rank(const std::exception& error);
 
+// What a program's main() does with an error: prints "<program>: error: <message>" and returns 1
+// (the exit status). In a job of several ranks: an error thrown alike on every rank is printed by
+// rank 0 alone and every rank ends normally; an error on one rank is printed with the rank's
+// number and ends the whole job (the other ranks would wait for it in their next collective).
+int report_error(const std::exception& error, const std::string& program);
+
 }  // namespace sg::train

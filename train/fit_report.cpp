@@ -36,6 +36,7 @@ nlohmann::json fit_result_json(const FitResult& r, const TrainingTask& task,
   nlohmann::json j{
       {"config", MetadataReader(metadata, "the task's metadata").with_prefix("config.")},
       {"steps", r.steps},
+      {"world_size", r.world_size},
       {"train_seconds", r.train_seconds},
       {"median_ms_per_step", r.median_ms_per_step},
       {"first_loss", losses.empty() ? 0.0 : losses.front()},

@@ -23,6 +23,7 @@ std::string fit_summary(const FitResult& result, const TrainingTask& task,
                         const TrainerOptions& options);
 
 // {"config": the task's configuration (its checkpoint metadata's "config." keys), "steps",
+//  "world_size" (the ranks that trained),
 //  "train_seconds", "median_ms_per_step", "first_loss", "final_loss", "precision",
 //  "evaluated_weights" ("ema" or "trained"), "best_step", "best": {metric: value},
 //  "averaged_steps" and "averaged" (with average_last), "evals": [{"step", each metric,

@@ -57,11 +57,7 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a, std::string& kernels) {
                   "per core there (default: SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
       ->check(CLI::Range(1, sg::cpu::kMaxThreads));
   add_kernels_option(cmd, kernels);
-  cmd->add_flag("--distributed", o.distributed,
-                "data-parallel over the processes of `mpirun -np N` (--batch is the global "
-                "batch; rank 0 prints and writes)");
-  cmd->add_option("--bucket-mb", o.bucket_mb,
-                  "with --distributed: MiB of gradients per all-reduce bucket (default 25)");
+  sg::train::add_data_parallel_flags(*cmd, o.parallel);
   cmd->add_flag("--zero1", o.zero1,
                 "with --distributed: ZeRO-1, each rank keeps only its 1/N shard of Adam's "
                 "state (the checkpoint still holds all of it)");

@@ -45,11 +45,11 @@ std::string join(const std::vector<int64_t>& tokens) {
 int run_train(const Config& config, const TrainOptions& options) {
   // With --distributed every rank trains, and rank 0 alone prints, evaluates and writes; ranks
   // started with different settings stop before anything is printed (train() checks it too).
-  if (options.distributed) {
+  if (options.parallel.distributed) {
     sg::train::join_distributed_job();
     check_same_settings_on_every_rank(config, options);
   }
-  const bool rank0 = !options.distributed || sg::train::distributed_rank() == 0;
+  const bool rank0 = !options.parallel.distributed || sg::train::distributed_rank() == 0;
   // Which kernels run: the device, and on the CPU the reference or the fast backend.
   const std::string backend =
       options.device == "cpu"
@@ -209,24 +209,6 @@ int start_training(TrainArgs& a) {
   return run_train(config, a.options);
 }
 
-// An error in training: with --distributed, every rank ends, and one message is printed.
-int report_training_error(const std::exception& e) {
-  if (sg::train::failed_alike_on_every_rank(e)) {
-    // Every rank threw the same error: none waits for another, so each ends normally and
-    // rank 0 alone reports it.
-    if (sg::train::distributed_rank() == 0) fmt::print(stderr, "copy_task: error: {}\n", e.what());
-    return 1;
-  }
-  if (sg::train::distributed_world_size() > 1) {
-    // The other ranks would wait for this one in their next collective: end the whole job.
-    fmt::print(stderr, "copy_task: error on rank {}: {}\n", sg::train::distributed_rank(),
-               e.what());
-    sg::train::abort_distributed_job(1);
-  }
-  fmt::print(stderr, "copy_task: error: {}\n", e.what());
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -270,9 +252,8 @@ int main(int argc, char** argv) {
     if (*decode_cmd)
       return run_decode(m.checkpoint, m.sequences, m.no_cache, m.beam, m.print_logits);
   } catch (const std::exception& e) {
-    if (*train_cmd && train.options.distributed) return report_training_error(e);
-    fmt::print(stderr, "copy_task: error: {}\n", e.what());
-    return 1;
+    // With --distributed: one message, and every rank ends (sg::train::report_error).
+    return sg::train::report_error(e, "copy_task");
   }
   return 0;
 }

@@ -156,14 +156,14 @@ void TrainOptions::validate() const {
   SG_CHECK(!sync_every || *sync_every >= 1, "--sync-every must be at least 1, got {}",
            sync_every.value_or(0));
   SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
-  SG_CHECK(bucket_mb > 0, "--bucket-mb must be positive, got {}", bucket_mb);
-  SG_CHECK(!zero1 || distributed,
+  SG_CHECK(parallel.bucket_mb > 0, "--bucket-mb must be positive, got {}", parallel.bucket_mb);
+  SG_CHECK(!zero1 || parallel.distributed,
            "--zero1 shards the optimizer state over the ranks of --distributed; add --distributed "
            "(and run under mpirun)");
   const bool on_cuda = device.rfind("cuda", 0) == 0;
   SG_CHECK(!cuda_graph || on_cuda, "--cuda-graph needs --device cuda (got --device {})", device);
   SG_CHECK(!tf32 || on_cuda, "--tf32 is for float32 products on CUDA (got --device {})", device);
-  SG_CHECK(!(cuda_graph && distributed),
+  SG_CHECK(!(cuda_graph && parallel.distributed),
            "--cuda-graph with --distributed is not supported: the gradient all-reduce runs "
            "outside the graph; train each rank eagerly");
 }
@@ -181,7 +181,7 @@ void check_same_settings_on_every_rank(const Config& config, const TrainOptions&
        {"--overwrite", flag(options.overwrite)},
        {"--device", options.device},
        {"--sync-every", options.sync_every ? std::to_string(*options.sync_every) : "the default"},
-       {"--bucket-mb", fmt::format("{}", options.bucket_mb)},
+       {"--bucket-mb", fmt::format("{}", options.parallel.bucket_mb)},
        {"--zero1", flag(options.zero1)},
        {"--bf16", flag(options.bf16)}});
   sg::train::check_same_settings_on_every_rank(std::move(settings), "copy_task train");
@@ -189,14 +189,8 @@ void check_same_settings_on_every_rank(const Config& config, const TrainOptions&
 
 LoadedModel load_checkpoint(const std::string& path) {
   CheckpointFile file = read_checkpoint(path);
-  LoadedModel loaded{file.config, nullptr};
-  {
-    const sg::ForkRng keep_the_stream;  // the initial weights are replaced by the file's
-    loaded.model = std::make_shared<sg::nn::Transformer>(loaded.config.model_options());
-  }
-  sg::train::restore(file.checkpoint, *loaded.model, nullptr);
-  loaded.model->eval();
-  return loaded;
+  return {file.config,
+          sg::train::load_model<sg::nn::Transformer>(file.checkpoint, file.config.model_options())};
 }
 
 void save_initial_checkpoint(const std::string& path, const Config& config) {
@@ -213,13 +207,13 @@ void save_initial_checkpoint(const std::string& path, const Config& config) {
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();
-  if (options.distributed) {  // before anything else: ranks started differently stop here
+  if (options.parallel.distributed) {  // before anything else: ranks started differently stop here
     sg::train::join_distributed_job();
     check_same_settings_on_every_rank(config, options);
   }
   // --distributed --device cuda: one GPU per rank, the rank's index on its machine.
   const sg::Device device =
-      options.distributed && options.device == "cuda"
+      options.parallel.distributed && options.device == "cuda"
           ? parse_device(fmt::format("cuda:{}", sg::train::distributed_local_rank()))
           : parse_device(options.device);
   // Steps between reads of the loss and accuracy: 1 on the CPU (reading costs nothing there), 25
@@ -252,8 +246,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   model->train();
   // With --distributed: rank 0's parameters go to every rank, gradients are averaged in backward,
   // and each rank takes its rows of every global batch. Alone: one rank, the whole batch.
-  sg::train::DataParallelRun ranks(
-      model, {.distributed = options.distributed, .bucket_mb = options.bucket_mb});
+  sg::train::DataParallelRun ranks(model, options.parallel);
   ranks.check_splits(config.batch, "--batch");
   const bool writer = ranks.writes();  // the one rank that prints and writes files
   const bool quiet = options.quiet || !writer;

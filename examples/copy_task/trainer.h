@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "nn/nn.h"
+#include "train/data_parallel_run.h"
 
 namespace copy_task {
 
@@ -43,11 +44,11 @@ struct TrainOptions {
   // 1 on the CPU, 25 on CUDA. Every evaluation, checkpoint and the end of training read first, so
   // history, progress, metrics and checkpoints hold the same values whatever it is.
   std::optional<int64_t> sync_every;
-  // Data-parallel training over the ranks mpirun started (docs/15-distributed.md): each rank
-  // computes config.batch / world_size rows of every batch, gradients are averaged in buckets of
-  // bucket_mb MiB during backward; only rank 0 evaluates, prints and writes files.
-  bool distributed = false;
-  double bucket_mb = 25;
+  // Data-parallel training over the ranks mpirun started (--distributed, --bucket-mb;
+  // sg::train::DataParallelRun, docs/15-distributed.md): each rank computes config.batch /
+  // world_size rows of every batch, gradients are averaged in buckets during backward; only rank 0
+  // evaluates, prints and writes files.
+  sg::train::DataParallelOptions parallel;
   // With distributed: ZeRO-1, each rank keeps only its shard of Adam's state (1/N of it).
   bool zero1 = false;
   // Mixed precision: each step's forward and loss under sg::AutocastGuard(sg::kBFloat16), so the

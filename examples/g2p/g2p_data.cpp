@@ -62,12 +62,9 @@ Dataset load_dataset(const std::string& dict_path) {
 }
 
 Vocabulary letter_vocabulary(const std::vector<Word>& words) {
-  std::vector<std::string> letters;
-  for (const Word& w : words) {
-    auto l = sg::data::letters_of(w.spelling);
-    letters.insert(letters.end(), l.begin(), l.end());
-  }
-  return Vocabulary::build(letters);
+  std::vector<std::string> spellings;
+  for (const Word& w : words) spellings.push_back(w.spelling);
+  return Vocabulary::of_letters(spellings);
 }
 
 Vocabulary phoneme_vocabulary(const std::vector<Word>& words) {

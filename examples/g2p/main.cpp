@@ -232,8 +232,7 @@ int main(int argc, char** argv) {
     if (*split_cmd) return run_split(split_args);
     if (*score_cmd) return run_score(score_args);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "g2p: error: {}\n", e.what());
-    return 1;
+    return sg::train::report_error(e, "g2p");
   }
   return 0;
 }

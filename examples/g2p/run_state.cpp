@@ -47,12 +47,7 @@ CheckpointFile read_checkpoint(sg::train::Checkpoint checkpoint) {
   // model of that size is built.
   const sg::nn::TransformerOptions options =
       c.model.config.model_options(c.model.letters.size(), c.model.phonemes.size());
-  sg::train::check_fits(checkpoint, options);
-  {
-    const sg::ForkRng keep_the_stream;  // the initial weights are replaced by the file's
-    c.model.transformer = std::make_shared<sg::nn::Transformer>(options);
-  }
-  sg::train::restore(checkpoint, *c.model.transformer, nullptr);
+  c.model.transformer = sg::train::load_model<sg::nn::Transformer>(checkpoint, options);
   c.checkpoint = std::move(checkpoint);
   return c;
 }

@@ -29,11 +29,7 @@ std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::st
   return out;
 }
 
-Model load_model(const std::string& checkpoint) {
-  Model m = read_checkpoint(checkpoint).model;
-  m.transformer->eval();
-  return m;
-}
+Model load_model(const std::string& checkpoint) { return read_checkpoint(checkpoint).model; }
 
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
                     int64_t limit, double length_penalty) {

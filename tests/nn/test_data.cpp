@@ -110,6 +110,8 @@ TEST(Vocabulary, SpecialsFirstThenSortedSymbols) {
             (std::vector<std::string>{"c", "a", "t"}));
   Vocabulary same = Vocabulary::from_symbols(v.symbols());
   EXPECT_EQ(same.symbols(), v.symbols());
+  // A speller's alphabet: the letters of the words, each once.
+  EXPECT_EQ(Vocabulary::of_letters({"cat", "tact", "a"}).symbols(), v.symbols());
   EXPECT_SG_ERROR(Vocabulary::from_symbols({"a", "b"}), "must start with <pad>");
   EXPECT_SG_ERROR(Vocabulary::from_symbols({"<pad>", "<bos>", "<eos>", "<unk>", "a", "a"}),
                   "'a' appears twice");

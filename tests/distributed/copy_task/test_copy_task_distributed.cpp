@@ -40,7 +40,7 @@ TEST(DistributedCopyTaskTest, ResumedRunContinuesAsAnUninterruptedOne) {
   auto group = sg::distributed::default_group();
   Config c = small_config();
   TrainOptions o;
-  o.quiet = true, o.distributed = true;
+  o.quiet = true, o.parallel.distributed = true;
   o.out_dir = shared_dir("straight");
   train(c, o);
   const std::string straight = o.out_dir;
@@ -67,12 +67,12 @@ TEST(DistributedCopyTaskTest, TwoRanksTrainAsOneProcessWithTheWholeBatch) {
   Config c = small_config();
   c.loop.steps = 20;
   TrainOptions o;
-  o.quiet = true, o.distributed = true;
+  o.quiet = true, o.parallel.distributed = true;
   o.out_dir = shared_dir("ranks");
   train(c, o);
   // Each rank also trains alone on the whole batch (no collectives), into a directory of its own.
   TrainOptions alone = o;
-  alone.distributed = false;
+  alone.parallel.distributed = false;
   alone.out_dir = shared_dir("alone" + std::to_string(group->rank()));
   train(c, alone);
   group->barrier();
@@ -120,7 +120,7 @@ TEST(DistributedCopyTaskTest, EachRankHasItsOwnDropoutStreamAndResumesIt) {
   Config c = small_config();
   c.dropout = 0.1;
   TrainOptions o;
-  o.quiet = true, o.distributed = true;
+  o.quiet = true, o.parallel.distributed = true;
   const auto [straight, resumed] = straight_and_resumed(c, o, "dropout");
   if (group->rank() == 0) {
     ASSERT_EQ(straight.size(), 40u);
@@ -150,11 +150,11 @@ TEST(DistributedCopyTaskTest, PaddedBatchesTakeTheMeanOverEveryRanksTokens) {
   c.min_len = 3;  // lengths 3..10: the ranks' rows hold different numbers of tokens
   c.loop.steps = 10;
   TrainOptions o;
-  o.quiet = true, o.distributed = true;
+  o.quiet = true, o.parallel.distributed = true;
   o.out_dir = shared_dir("padded");
   train(c, o);
   TrainOptions alone = o;
-  alone.distributed = false;
+  alone.parallel.distributed = false;
   alone.out_dir = shared_dir("padded_alone" + std::to_string(group->rank()));
   train(c, alone);
   group->barrier();
@@ -175,7 +175,7 @@ TEST(DistributedCopyTaskTest, ZeroOneTrainsBitForBitAsWithoutItAndItsCheckpoints
   auto group = sg::distributed::default_group();
   Config c = small_config();
   TrainOptions o;
-  o.quiet = true, o.distributed = true;
+  o.quiet = true, o.parallel.distributed = true;
   o.out_dir = shared_dir("unsharded");
   const TrainSummary unsharded = train(c, o);
   o.zero1 = true;
