@@ -176,6 +176,8 @@ class WordsTask : public sg::train::TrainingTask {
 int train(Config& config, const sg::train::TrainerOptions& options,
           const sg::train::DataParallelOptions& parallel) {
   sg::train::join_with_same_flags(parallel, config.schema(), options, "words train");
+  SG_CHECK(config.warmup < config.loop.steps, "words: --warmup {} must be below --steps {}",
+           config.warmup, config.loop.steps);
   const Words words = read_words(config.data);
   const Vocabulary letters = Vocabulary::of_letters(words.train);
   sg::manual_seed(static_cast<uint64_t>(config.seed));
@@ -235,8 +237,7 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--top-k", s.top_k, "0: every letter")
       ->check(sg::train::integer_in(0, 1000));
   sample_cmd->add_option("--seed", s.seed);
-  sample_cmd->add_flag("--greedy", greedy,
-                       "the most likely letter each time (every word the same)");
+  sample_cmd->add_flag("--greedy", greedy, "the likeliest letter each time (all words alike)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*sample_cmd) return sample(checkpoint, count, s, greedy);
