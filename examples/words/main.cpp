@@ -175,9 +175,9 @@ class WordsTask : public sg::train::TrainingTask {
 
 int train(Config& config, const sg::train::TrainerOptions& options,
           const sg::train::DataParallelOptions& parallel) {
-  sg::train::join_with_same_flags(parallel, config.schema(), options, "words train");
   SG_CHECK(config.warmup < config.loop.steps, "words: --warmup {} must be below --steps {}",
            config.warmup, config.loop.steps);
+  sg::train::join_with_same_flags(parallel, config.schema(), options, "words train");
   const Words words = read_words(config.data);
   const Vocabulary letters = Vocabulary::of_letters(words.train);
   sg::manual_seed(static_cast<uint64_t>(config.seed));

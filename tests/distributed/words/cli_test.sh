@@ -48,7 +48,7 @@ WRAPPER
 chmod +x "$dir/value_by_rank.sh"
 status=0
 timeout 60 "$mpirun" -np 2 --oversubscribe "$dir/value_by_rank.sh" --d-model 32 64 "$words" \
-  train --distributed --data "$dict" --steps 5 --quiet --out "$dir/mismatch" \
+  train --distributed --data "$dict" --steps 5 --warmup 1 --quiet --out "$dir/mismatch" \
   >"$dir/out" 2>"$dir/err" || status=$?
 [[ $status -ne 0 && $status -ne 124 ]] || { cat "$dir/err"; fail "different --d-model: status $status"; }
 grep -qF -- "--d-model is '32' on rank 0, '64' on rank 1" "$dir/err" ||
@@ -56,7 +56,7 @@ grep -qF -- "--d-model is '32' on rank 0, '64' on rank 1" "$dir/err" ||
 [[ ! -e $dir/mismatch/last.safetensors ]] || fail "ranks with different --d-model trained"
 status=0
 timeout 60 "$mpirun" -np 2 --oversubscribe "$words" train --distributed --data "$dict" --steps 5 \
-  --batch 15 --quiet --out "$dir/odd" >"$dir/out" 2>"$dir/err" || status=$?
+  --warmup 1 --batch 15 --quiet --out "$dir/odd" >"$dir/out" 2>"$dir/err" || status=$?
 [[ $status -ne 0 && $status -ne 124 ]] || { cat "$dir/err"; fail "--batch 15: status $status"; }
 grep -qF -- "--batch: a batch of 15 does not split evenly over 2 ranks" "$dir/err" ||
   { cat "$dir/err"; fail "--batch 15 is not refused by name"; }
