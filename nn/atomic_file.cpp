@@ -27,6 +27,16 @@ const char* kind_of_special_file(const struct stat& info) {
 
 }  // namespace
 
+void check_can_replace(const std::string& path, const std::string& op) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    SG_FAIL(
+        "{}: cannot write {}: it is {}; give the path of a regular file (it is written to a "
+        "temporary file, then renamed over the path)",
+        op, path, kind_of_special_file(info));
+  }
+}
+
 AtomicFile::AtomicFile(std::string path, std::string op)
     : path_(std::move(path)),
       op_(std::move(op)),
@@ -34,13 +44,7 @@ AtomicFile::AtomicFile(std::string path, std::string op)
   // The rename at commit() replaces whatever has the name: a device or a FIFO given as an output
   // (/dev/null, /dev/stdout, a pipe) would be replaced by a regular file -- as root, the
   // machine's own /dev/null. Only a regular file (or a link to one, or nothing) is replaced.
-  struct stat info {};
-  if (::stat(path_.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    SG_FAIL(
-        "{}: cannot write {}: it is {}; give the path of a regular file (it is written to a "
-        "temporary file, then renamed over the path)",
-        op_, path_, kind_of_special_file(info));
-  }
+  check_can_replace(path_, op_);
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) fail("cannot create " + temp_path_, errno);
 }

@@ -43,6 +43,11 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// The check AtomicFile makes before it writes, for a program to make before hours of work whose
+// result goes there: an error (starting with `op`) when `path` exists and is not a regular file
+// (or a link to one), which the rename would replace: a device, a FIFO, a directory.
+void check_can_replace(const std::string& path, const std::string& op);
+
 // Writes `text` to `path` through an AtomicFile, creating the parent directories first; `op`
 // starts error messages ("write: cannot write metrics.json: No space left on device").
 void write_file_atomically(const std::string& path, const std::string& text,

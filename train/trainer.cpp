@@ -12,6 +12,7 @@
 #include "autograd/generator.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "nn/atomic_file.h"
 #include "nn/serialize.h"
 #include "train/average_checkpoints.h"
 #include "train/fit_report.h"
@@ -337,6 +338,8 @@ struct Trainer::Loop {
   }
 
   FitResult fit() {
+    // Before the run, not after it: a path the metrics cannot replace is an error now.
+    if (!o.metrics_json.empty()) nn::check_can_replace(o.metrics_json, "--metrics-json");
     run.prepare(o.resume, o.overwrite);
     if (o.resume) {
       resume();

@@ -207,6 +207,9 @@ void save_initial_checkpoint(const std::string& path, const Config& config) {
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();
+  // Before the run, not after it: a path the metrics cannot replace is an error now.
+  if (!options.metrics_json.empty())
+    sg::nn::check_can_replace(options.metrics_json, "--metrics-json");
   if (options.parallel.distributed) {  // before anything else: ranks started differently stop here
     sg::train::join_distributed_job();
     check_same_settings_on_every_rank(config, options);

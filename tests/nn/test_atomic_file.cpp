@@ -140,6 +140,13 @@ TEST(SerializeAtomicFile, ASpecialFileOrADirectoryIsRefusedAndLeftAsItWas) {
   std::filesystem::create_symlink(fifo, dir / "link");
   EXPECT_SG_ERROR(write_file_atomically(dir / "link", "text"), "it is a FIFO");
   EXPECT_EQ(other_files(dir, "pipe").size(), 2u);  // "folder" and "link": no temporary file
+  // The same check alone, for a program to make before the work whose result goes there.
+  EXPECT_SG_ERROR(check_can_replace("/dev/null", "--metrics-json"),
+                  "--metrics-json: cannot write /dev/null: it is a character device");
+  EXPECT_SG_ERROR(check_can_replace(dir / "folder", "--out"), "it is a directory");
+  EXPECT_NO_THROW(check_can_replace(dir / "new.json", "--metrics-json"));  // not there yet
+  write_file_atomically(dir / "new.json", "{}");
+  EXPECT_NO_THROW(check_can_replace(dir / "new.json", "--metrics-json"));  // a regular file
 }
 
 }  // namespace

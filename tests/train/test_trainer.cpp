@@ -156,6 +156,13 @@ TEST(TrainLoop, SummaryAndMetricsJson) {
   EXPECT_EQ(j.at("evals")[2].at("step"), 30);
   EXPECT_EQ(j.at("evals")[2].at("mse"), r.history.eval("mse")[2]);
   EXPECT_FALSE(j.contains("averaged"));
+  // A metrics path the end of the run could not replace is refused before the first step.
+  TrainerOptions to_directory = options_in(dir / "to_directory");
+  to_directory.metrics_json = dir / "run";
+  Training refused(to_directory);
+  EXPECT_SG_ERROR(refused.fit(),
+                  "--metrics-json: cannot write " + (dir / "run") + ": it is a directory");
+  EXPECT_EQ(refused.task->steps_seen, 0);
   // Stopped before the first evaluation: the summary says when one comes.
   TrainerOptions early = options_in(dir / "early");
   early.stop_after = 5;

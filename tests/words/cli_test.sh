@@ -45,6 +45,9 @@ expect_ok "trained 40 steps" train "${small[@]}" --steps 40 --layers 2 --bf16 --
 expect_error "--layers: '65' is not an integer in [1, 64]" train --layers 65 --out "$dir/x"
 expect_error "--dropout: '1.5' is not a number in [0, 0.99]" train --dropout 1.5 --out "$dir/x"
 expect_error "--steps: '0' is not an integer in [1, 1000000000]" train --steps 0 --out "$dir/x"
+expect_error "--metrics-json: cannot write /dev/null: it is a character device" train --data "$dict" \
+  --steps 5 --warmup 1 --out "$dir/devnull" --metrics-json /dev/null
+[[ ! -e $dir/devnull/last.safetensors ]] || { echo "FAIL: trained before refusing /dev/null"; failures=$((failures + 1)); }
 expect_error "words: --warmup 200 must be below --steps 5" train --data "$dict" --steps 5 --out "$dir/x"
 expect_error "$dir/missing.dict" train --data "$dir/missing.dict" --out "$dir/x"
 expect_error "does not exist" sample --checkpoint "$dir/missing.safetensors"
