@@ -31,14 +31,9 @@ double max_diff(const sg::Tensor& a, const sg::Tensor& b) {
 
 sg::TensorOptions leaf_options() { return sg::TensorOptions(sg::kFloat64).requires_grad(true); }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string out_dir = ".";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];
-  }
-
+// Sections 1 to 5 (they share x), then 6, 7 and 8: a function each, which main() calls in order.
+// The chapter's sections, a function each (1 to 5 share x), run in order by main().
+void first_derivatives() {
   fmt::print("== 1. y = a x^2 + b: the derivative by hand, and by the engine\n");
   const double a = 3, b = 2;
   sg::Tensor x = sg::tensor({1, 2, 3}, leaf_options());
@@ -91,7 +86,9 @@ int main(int argc, char** argv) {
   } catch (const sg::Error& e) {
     fmt::print("third backward() throws:\n  {}\n", e.what());
   }
+}
 
+void gradcheck_finds_a_wrong_backward() {
   fmt::print("\n== 6. gradcheck: compare with central differences (f(x+e) - f(x-e)) / 2e\n");
   sg::manual_seed(0);
   sg::Tensor t = sg::randn({3, 4}, leaf_options());
@@ -113,7 +110,9 @@ int main(int argc, char** argv) {
   sg::GradcheckResult bad = sg::gradcheck(wrong_tanh, {t});
   fmt::print("wrong_tanh: ok = {}; the report:\n{}\n", bad.ok, bad.report);
   check(!bad.ok, "gradcheck catches the wrong formula");
+}
 
+void export_the_graph(const std::string& out_dir) {
   fmt::print("\n== 7. The graph, exported to Graphviz\n");
   sg::Tensor p = sg::tensor({1, 2}, leaf_options());
   sg::Tensor q = sg::tensor({3, 4}, leaf_options());
@@ -124,7 +123,9 @@ int main(int argc, char** argv) {
   fmt::print("{}wrote {}; draw it with: dot -Tsvg {} -o graph.svg\n", dot, path, path);
   check(dot.find("tanh") != std::string::npos && dot.find("label=\"q") != std::string::npos,
         "the DOT text names the ops and the leaves");
+}
 
+void gradients_of_gradients(const std::string& out_dir) {
   fmt::print("\n== 8. Gradients of gradients: create_graph\n");
   // With create_graph the backward pass is recorded like any other computation, so the gradient
   // is a tensor with a graph of its own and can be differentiated again.
@@ -166,6 +167,20 @@ int main(int argc, char** argv) {
   fmt::print("{}wrote {}\n", grad_dot, grad_path);
   check(grad_dot.find("mul") != std::string::npos && ds.grad_fn() != nullptr,
         "the gradient has a graph of its own");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_dir = ".";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];
+  }
+
+  first_derivatives();
+  gradcheck_finds_a_wrong_backward();
+  export_the_graph(out_dir);
+  gradients_of_gradients(out_dir);
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

@@ -53,11 +53,8 @@ double best_seconds(int repeats, Fn&& fn) {
   return best;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-
+// The chapter's sections, a function each (2 and 3 share the matrices), run in order by main().
+void what_matmul_computes() {
   fmt::print("== 1. What matmul computes, shape by shape\n");
   sg::Tensor A = sg::tensor({{1, 2}, {3, 4}}), B = sg::tensor({{5, 6}, {7, 8}});
   fmt::print("[[1, 2], [3, 4]] · [[5, 6], [7, 8]] =\n{}\n", sg::matmul(A, B));
@@ -79,7 +76,9 @@ int main(int argc, char** argv) {
   } catch (const sg::Error& e) {
     fmt::print("  {}\n", e.what());
   }
+}
 
+void why_blas(bool quick) {
   fmt::print("\n== 2. Why BLAS: a naive triple loop against sg::matmul, n = 256\n");
   const int64_t n = 256;
   const double flops = 2.0 * n * n * n;
@@ -108,7 +107,9 @@ int main(int argc, char** argv) {
   fmt::print("  matmul(a.t(), b): {:.3f} ms; with an explicit contiguous() copy first: {:.3f} ms\n",
              t_view * 1e3, t_copy * 1e3);
   check(max_diff(sg::matmul(at, b), sg::matmul(at.contiguous(), b)) < 1e-4, "same result");
+}
 
+void matmul_gradients() {
   fmt::print("\n== 4. Gradients: dA = G·Bᵀ, dB = Aᵀ·G\n");
   auto leaf = sg::TensorOptions(sg::kFloat64).requires_grad(true);
   sg::Tensor x = sg::randn({2, 3}, leaf), y = sg::randn({3, 4}, leaf);
@@ -133,6 +134,16 @@ int main(int argc, char** argv) {
   auto mm = [](const std::vector<sg::Tensor>& in) { return sg::matmul(in[0], in[1]); };
   sg::GradcheckResult r = sg::gradcheck(mm, {sg::randn({2, 2, 3}, leaf), sg::randn({3, 4}, leaf)});
   check(r.ok, "gradcheck on a broadcast batch: dB sums over the batch");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+
+  what_matmul_computes();
+  why_blas(quick);
+  matmul_gradients();
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

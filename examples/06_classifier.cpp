@@ -59,12 +59,9 @@ double accuracy(BagOfTokens& model, const sg::Tensor& tokens, const sg::Tensor& 
   return (model.forward(tokens).argmax(-1) == labels).to(sg::kFloat32).mean().item<double>();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
-  sg::manual_seed(0);  // the same random numbers (data and weights) on every run
-
+// The chapter's sections, a function each (1 and 2, 4 and 5 share values), run in order by
+// main().
+void softmax_and_cross_entropy() {
   fmt::print("== 1. softmax by hand: logits [2, 1, 0]\n");
   sg::Tensor logits = sg::tensor({2.0, 1.0, 0.0});
   sg::Tensor p = logits.softmax(0);
@@ -95,7 +92,9 @@ int main(int argc, char** argv) {
       sg::nn::cross_entropy(two_rows, sg::tensor({0, -1}, sg::kInt64), -1).item<double>();
   fmt::print("  targets [0, -1], ignore_index -1: {:.4f}  (the mean over 1 row)\n", ignored);
   check(std::abs(ignored - ce) < 1e-6, "the ignored row adds nothing and is not counted");
+}
 
+void op_against_composition() {
   fmt::print("\n== 3. cross_entropy in float32 agrees with the composition in float64\n");
   // On the fast CPU kernels, float32 rows take the one-node kernel (softmax - q written by hand);
   // the composition of ops, in float64, is the definition it is held to.
@@ -113,7 +112,9 @@ int main(int argc, char** argv) {
              composed_loss, max_diff(op_grad, composed_grad));
   check(std::abs(op_loss - composed_loss) < 1e-6, "same loss, to float32's precision");
   check(max_diff(op_grad, composed_grad) < 1e-6, "same gradient: softmax - target dist.");
+}
 
+void train_a_classifier(bool quick) {
   fmt::print("\n== 4. A classifier: does the sequence contain token 3?\n");
   BagOfTokens model(16);
   fmt::print("{}\n", model);
@@ -144,6 +145,17 @@ int main(int argc, char** argv) {
   check(after > 0.95 && after > before, "the classifier learned the rule (> 95% on unseen data)");
   check(model.embed->weight.select(0, kPad).abs().max().item<double>() == 0.0,
         "the padding row of the embedding is still zero: it never receives gradient");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  sg::manual_seed(0);  // the same random numbers (data and weights) on every run
+
+  softmax_and_cross_entropy();
+  op_against_composition();
+  train_a_classifier(quick);
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

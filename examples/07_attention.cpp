@@ -54,6 +54,25 @@ std::string heatmap_svg(const std::string& title, const sg::Tensor& matrix) {
   return svg + "</svg>\n";
 }
 
+// Section 6, a function of its own that main() calls after the others: it draws the masks and
+// weights of sections 3 and 4.
+void write_heatmaps(const std::string& out_dir, const sg::Tensor& pad_mask,
+                    const sg::Tensor& causal, const sg::Tensor& wc) {
+  fmt::print("\n== 6. Heatmaps (SVG)\n");
+  sg::Tensor both = sg::logical_and(pad_mask, causal);  // [2, 1, 5, 5]: a decoder's target mask
+  const std::string mask_path = out_dir + "/07_attention_mask.svg";
+  const std::string weights_path = out_dir + "/07_attention_weights.svg";
+  std::ofstream(mask_path) << heatmap_svg("padding AND causal, sequence 1",
+                                          both.select(0, 1).select(0, 0));
+  std::ofstream(weights_path) << heatmap_svg("causal attention weights",
+                                             wc.select(0, 0).select(0, 0));
+  std::ifstream written(weights_path);
+  std::string first_line;
+  std::getline(written, first_line);
+  fmt::print("  wrote {} and {}\n", mask_path, weights_path);
+  check(first_line.rfind("<svg", 0) == 0, "the weights heatmap is an SVG file");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,19 +140,7 @@ int main(int argc, char** argv) {
             out_m.select(0, 1).abs().max().item<double>() == 0.0,
         "ours gives all-zero weights and a zero output for the query that may see nothing");
 
-  fmt::print("\n== 6. Heatmaps (SVG)\n");
-  sg::Tensor both = sg::logical_and(pad_mask, causal);  // [2, 1, 5, 5]: a decoder's target mask
-  const std::string mask_path = out_dir + "/07_attention_mask.svg";
-  const std::string weights_path = out_dir + "/07_attention_weights.svg";
-  std::ofstream(mask_path) << heatmap_svg("padding AND causal, sequence 1",
-                                          both.select(0, 1).select(0, 0));
-  std::ofstream(weights_path) << heatmap_svg("causal attention weights",
-                                             wc.select(0, 0).select(0, 0));
-  std::ifstream written(weights_path);
-  std::string first_line;
-  std::getline(written, first_line);
-  fmt::print("  wrote {} and {}\n", mask_path, weights_path);
-  check(first_line.rfind("<svg", 0) == 0, "the weights heatmap is an SVG file");
+  write_heatmaps(out_dir, pad_mask, causal, wc);
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

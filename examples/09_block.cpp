@@ -31,13 +31,8 @@ std::pair<double, double> worst_mean_var(const sg::Tensor& y) {
   return {mean.abs().max().item<double>(), (var - 1).abs().max().item<double>()};
 }
 
-}  // namespace
-
-int main() {
-  sg::manual_seed(0);
-  sg::NoGradGuard no_grad;                      // this chapter only looks at forward passes
-  sg::Tensor x = sg::randn({2, 5, 8}) * 3 + 1;  // [B, T, D], deliberately not normalised
-
+// Sections 1 and 4, functions of their own that main() calls in order with 2 and 3.
+void feed_forward(const sg::Tensor& x) {
   fmt::print("== 1. FeedForward: the same 2-layer MLP applied to every position\n");
   sg::nn::FeedForward ffn(/*d_model=*/8, /*d_ff=*/32);
   fmt::print("{}\n", ffn);
@@ -46,6 +41,40 @@ int main() {
              x.shape(), f.shape());
   check(max_diff(f.narrow(1, 2, 1), ffn(x.narrow(1, 2, 1))) < 1e-6,
         "position 2 alone gives the same output: positions never mix in the FFN");
+}
+
+void dropout_on_and_off(const sg::nn::TransformerOptions& o, const sg::Tensor& x) {
+  fmt::print("\n== 4. Dropout: on in train(), off in eval()\n");
+  sg::nn::Dropout dropout(0.25);
+  sg::Tensor ones = sg::ones({10000});
+  sg::Tensor dropped = dropout(ones);
+  const double zero_fraction = (dropped == 0).to(sg::kFloat32).mean().item<double>();
+  fmt::print(
+      "  train: {:.3f} of the elements zeroed, survivors = {:.4f} = 1 / (1 - 0.25), mean {:.3f}\n",
+      zero_fraction, dropped.max().item<double>(), dropped.mean().item<double>());
+  check(std::abs(zero_fraction - 0.25) < 0.02, "about p = 25% are zeroed");
+  check(std::abs(dropped.mean().item<double>() - 1.0) < 0.05, "the expected value is unchanged");
+  sg::manual_seed(1);
+  sg::nn::EncoderLayer layer(o);  // dropout 0.1 in attention, FFN and both residual branches
+  sg::Tensor a = layer(x), b = layer(x);
+  fmt::print("  layer in train mode, same input twice: max difference {:.3f}\n", max_diff(a, b));
+  check(max_diff(a, b) > 1e-3, "train mode: two forwards differ (fresh dropout masks)");
+  layer.eval();
+  a = layer(x);
+  b = layer(x);
+  fmt::print("  layer in eval mode,  same input twice: max difference {:.1e}\n", max_diff(a, b));
+  check(max_diff(a, b) == 0.0, "eval mode: the same input gives the same output");
+  check(!layer.ffn->dropout->is_training(), "eval() reached every submodule (recursive)");
+}
+
+}  // namespace
+
+int main() {
+  sg::manual_seed(0);
+  sg::NoGradGuard no_grad;                      // this chapter only looks at forward passes
+  sg::Tensor x = sg::randn({2, 5, 8}) * 3 + 1;  // [B, T, D], deliberately not normalised
+
+  feed_forward(x);
 
   fmt::print("\n== 2. LayerNorm: each position normalised over its own D features\n");
   sg::nn::LayerNorm norm({8});
@@ -96,27 +125,7 @@ int main() {
   check(max_diff(pre(x), x) == 0.0, "pre-LN: x flows through untouched (a clean residual path)");
   check(max_diff(post(x), norm(x)) < 1e-4, "post-LN: every layer re-normalises the stream");
 
-  fmt::print("\n== 4. Dropout: on in train(), off in eval()\n");
-  sg::nn::Dropout dropout(0.25);
-  sg::Tensor ones = sg::ones({10000});
-  sg::Tensor dropped = dropout(ones);
-  const double zero_fraction = (dropped == 0).to(sg::kFloat32).mean().item<double>();
-  fmt::print(
-      "  train: {:.3f} of the elements zeroed, survivors = {:.4f} = 1 / (1 - 0.25), mean {:.3f}\n",
-      zero_fraction, dropped.max().item<double>(), dropped.mean().item<double>());
-  check(std::abs(zero_fraction - 0.25) < 0.02, "about p = 25% are zeroed");
-  check(std::abs(dropped.mean().item<double>() - 1.0) < 0.05, "the expected value is unchanged");
-  sg::manual_seed(1);
-  sg::nn::EncoderLayer layer(o);  // dropout 0.1 in attention, FFN and both residual branches
-  sg::Tensor a = layer(x), b = layer(x);
-  fmt::print("  layer in train mode, same input twice: max difference {:.3f}\n", max_diff(a, b));
-  check(max_diff(a, b) > 1e-3, "train mode: two forwards differ (fresh dropout masks)");
-  layer.eval();
-  a = layer(x);
-  b = layer(x);
-  fmt::print("  layer in eval mode,  same input twice: max difference {:.1e}\n", max_diff(a, b));
-  check(max_diff(a, b) == 0.0, "eval mode: the same input gives the same output");
-  check(!layer.ffn->dropout->is_training(), "eval() reached every submodule (recursive)");
+  dropout_on_and_off(o, x);
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

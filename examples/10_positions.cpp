@@ -49,6 +49,63 @@ std::string heatmap_svg(const std::string& title, const sg::Tensor& table, int c
   return svg + "</svg>\n";
 }
 
+// Sections 3 to 5, functions of their own that main() calls after 1 and 2.
+void rotations(const sg::nn::SinusoidalPositionalEncoding& pos) {
+  fmt::print("\n== 3. pe[t + k] is a rotation of pe[t], the same for every t\n");
+  // sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, so each
+  // (sin, cos) pair at t + k is the pair at t times a 2x2 rotation by k w_i: one matrix M_k for all
+  // t.
+  const int64_t k = 3;
+  sg::Tensor M = sg::zeros({8, 8});
+  for (int64_t i = 0; i < 4; ++i) {
+    const double angle = static_cast<double>(k) / std::pow(10.0, static_cast<double>(i));
+    M.narrow(0, 2 * i, 2)
+        .narrow(1, 2 * i, 2)
+        .copy_(
+            sg::tensor({{std::cos(angle), -std::sin(angle)}, {std::sin(angle), std::cos(angle)}}));
+  }
+  sg::Tensor rotated = pos.pe.narrow(0, 0, 60).matmul(M);  // row t times M
+  fmt::print("  max |pe[t + 3] - pe[t] M_3| over t = 0..59: {:.1e}\n",
+             max_diff(rotated, pos.pe.narrow(0, k, 60)));
+  check(max_diff(rotated, pos.pe.narrow(0, k, 60)) < 1e-5, "PE(t + k) = PE(t) M_k for every t");
+  // Hence a dot product depends on the distance only: pe[t] . pe[t + k] = sum_i cos(k w_i).
+  for (int64_t t : {0, 10, 40})
+    fmt::print("  pe[{}] . pe[{}] = {:.5f}\n", t, t + k,
+               (pos.pe.select(0, t) * pos.pe.select(0, t + k)).sum().item<double>());
+  const double expected = std::cos(3.0) + std::cos(0.3) + std::cos(0.03) + std::cos(0.003);
+  check(std::abs((pos.pe.select(0, 40) * pos.pe.select(0, 43)).sum().item<double>() - expected) <
+            1e-5,
+        "= cos(3) + cos(0.3) + cos(0.03) + cos(0.003), whatever t");
+}
+
+void learned_positions(sg::nn::SinusoidalPositionalEncoding& pos) {
+  fmt::print("\n== 4. Learned positions, and using either kind\n");
+  sg::nn::LearnedPositionalEncoding learned(/*d_model=*/8, /*max_len=*/64);
+  for (const auto& [name, p] : learned.named_parameters())
+    fmt::print("  learned: parameter {} {}\n", name, p.shape());
+  sg::Tensor same_token = sg::zeros({1, 4, 8});  // one token repeated: only positions differ
+  sg::Tensor rows = learned(same_token).select(0, 0);
+  check(max_diff(rows.select(0, 0), rows.select(0, 1)) > 0.1,
+        "the same token at positions 0 and 1 gets different vectors (looked up by position)");
+  check(max_diff(pos(same_token, 7).select(0, 0), pos.pe.narrow(0, 7, 4)) == 0.0,
+        "forward(x, start = 7) adds rows 7..10: decoding one step at a time");
+  try {
+    pos(sg::zeros({1, 10, 8}), 60);
+    check(false, "positions past max_len should throw");
+  } catch (const sg::Error& e) {
+    fmt::print("  pos(x of length 10, start 60) throws: {}\n", e.what());
+  }
+}
+
+void draw_the_table(const std::string& out_dir) {
+  fmt::print("\n== 5. The table as a picture (positions down, dims across)\n");
+  sg::nn::SinusoidalPositionalEncoding wide(/*d_model=*/64, /*max_len=*/100);
+  const std::string path = out_dir + "/10_positions_sinusoidal.svg";
+  std::ofstream(path) << heatmap_svg("sinusoidal PE: 100 positions x 64 dims", wide.pe, 6);
+  fmt::print("  wrote {}: fast stripes on the left (high frequencies), slow on the right\n", path);
+  check(std::ifstream(path).good(), "the heatmap file exists");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,55 +143,9 @@ int main(int argc, char** argv) {
   check(pos.named_parameters().empty() && pos.named_buffers()[0].first == "pe",
         "the table is a buffer: saved with the model, never trained");
 
-  fmt::print("\n== 3. pe[t + k] is a rotation of pe[t], the same for every t\n");
-  // sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, so each
-  // (sin, cos) pair at t + k is the pair at t times a 2x2 rotation by k w_i: one matrix M_k for all
-  // t.
-  const int64_t k = 3;
-  sg::Tensor M = sg::zeros({8, 8});
-  for (int64_t i = 0; i < 4; ++i) {
-    const double angle = static_cast<double>(k) / std::pow(10.0, static_cast<double>(i));
-    M.narrow(0, 2 * i, 2)
-        .narrow(1, 2 * i, 2)
-        .copy_(
-            sg::tensor({{std::cos(angle), -std::sin(angle)}, {std::sin(angle), std::cos(angle)}}));
-  }
-  sg::Tensor rotated = pos.pe.narrow(0, 0, 60).matmul(M);  // row t times M
-  fmt::print("  max |pe[t + 3] - pe[t] M_3| over t = 0..59: {:.1e}\n",
-             max_diff(rotated, pos.pe.narrow(0, k, 60)));
-  check(max_diff(rotated, pos.pe.narrow(0, k, 60)) < 1e-5, "PE(t + k) = PE(t) M_k for every t");
-  // Hence a dot product depends on the distance only: pe[t] . pe[t + k] = sum_i cos(k w_i).
-  for (int64_t t : {0, 10, 40})
-    fmt::print("  pe[{}] . pe[{}] = {:.5f}\n", t, t + k,
-               (pos.pe.select(0, t) * pos.pe.select(0, t + k)).sum().item<double>());
-  const double expected = std::cos(3.0) + std::cos(0.3) + std::cos(0.03) + std::cos(0.003);
-  check(std::abs((pos.pe.select(0, 40) * pos.pe.select(0, 43)).sum().item<double>() - expected) <
-            1e-5,
-        "= cos(3) + cos(0.3) + cos(0.03) + cos(0.003), whatever t");
-
-  fmt::print("\n== 4. Learned positions, and using either kind\n");
-  sg::nn::LearnedPositionalEncoding learned(/*d_model=*/8, /*max_len=*/64);
-  for (const auto& [name, p] : learned.named_parameters())
-    fmt::print("  learned: parameter {} {}\n", name, p.shape());
-  sg::Tensor same_token = sg::zeros({1, 4, 8});  // one token repeated: only positions differ
-  sg::Tensor rows = learned(same_token).select(0, 0);
-  check(max_diff(rows.select(0, 0), rows.select(0, 1)) > 0.1,
-        "the same token at positions 0 and 1 gets different vectors (looked up by position)");
-  check(max_diff(pos(same_token, 7).select(0, 0), pos.pe.narrow(0, 7, 4)) == 0.0,
-        "forward(x, start = 7) adds rows 7..10: decoding one step at a time");
-  try {
-    pos(sg::zeros({1, 10, 8}), 60);
-    check(false, "positions past max_len should throw");
-  } catch (const sg::Error& e) {
-    fmt::print("  pos(x of length 10, start 60) throws: {}\n", e.what());
-  }
-
-  fmt::print("\n== 5. The table as a picture (positions down, dims across)\n");
-  sg::nn::SinusoidalPositionalEncoding wide(/*d_model=*/64, /*max_len=*/100);
-  const std::string path = out_dir + "/10_positions_sinusoidal.svg";
-  std::ofstream(path) << heatmap_svg("sinusoidal PE: 100 positions x 64 dims", wide.pe, 6);
-  fmt::print("  wrote {}: fast stripes on the left (high frequencies), slow on the right\n", path);
-  check(std::ifstream(path).good(), "the heatmap file exists");
+  rotations(pos);
+  learned_positions(pos);
+  draw_the_table(out_dir);
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

@@ -35,6 +35,40 @@ sg::Tensor copy_batch(int64_t batch, int64_t L, int64_t vocab) {
   return sg::where(padding, sg::scalar_tensor(0, sg::kInt64), tokens);
 }
 
+// Section 5, a function of its own that main() calls after the others, with their model.
+void a_few_training_steps(sg::nn::Transformer& model, const sg::nn::TransformerOptions& o,
+                          bool quick) {
+  fmt::print("\n== 5. A few training steps on the copy task (the full run: examples/copy_task)\n");
+  model.train();
+  sg::optim::Adam opt(model.parameters(), {.lr = 1.0, .betas = {0.9, 0.98}, .eps = 1e-9});
+  sg::optim::NoamLR schedule(opt, o.d_model, /*warmup=*/50, /*factor=*/0.5);
+  const int steps = quick ? 60 : 300;
+  std::vector<double> losses;
+  for (int step = 1; step <= steps; ++step) {
+    sg::Tensor tgt = copy_batch(32, 10, o.tgt_vocab);  // the target is the source itself
+    opt.zero_grad();
+    sg::Tensor prediction =
+        model(tgt, tgt.narrow(1, 0, 9));  // teacher forcing: input shifted right
+    sg::Tensor loss = sg::nn::cross_entropy(prediction, tgt.narrow(1, 1, 9), o.pad_idx);
+    loss.backward();
+    sg::optim::clip_grad_norm_(model.parameters(), 1.0);
+    opt.step();
+    schedule.step();
+    losses.push_back(loss.item<double>());
+    if (step % (steps / 6) == 0)
+      fmt::print("  step {:>3}: loss {:.3f}  lr {:.2e}\n", step, losses.back(), opt.lr());
+  }
+  auto mean_of = [&](size_t from, size_t n) {
+    double s = 0;
+    for (size_t i = from; i < from + n; ++i) s += losses[i];
+    return s / static_cast<double>(n);
+  };
+  const double first = mean_of(0, 10), last = mean_of(losses.size() - 10, 10);
+  fmt::print("  mean loss of the first 10 steps {:.3f}, of the last 10 {:.3f}  (ln 10 = 2.303)\n",
+             first, last);
+  check(last < 0.75 * first, "the loss goes down");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,35 +131,7 @@ int main(int argc, char** argv) {
   check(past == 0.0, "positions before the change are bit-for-bit the same");
   check(future > 1e-3, "positions from the change on do see it");
 
-  fmt::print("\n== 5. A few training steps on the copy task (the full run: examples/copy_task)\n");
-  model.train();
-  sg::optim::Adam opt(model.parameters(), {.lr = 1.0, .betas = {0.9, 0.98}, .eps = 1e-9});
-  sg::optim::NoamLR schedule(opt, o.d_model, /*warmup=*/50, /*factor=*/0.5);
-  const int steps = quick ? 60 : 300;
-  std::vector<double> losses;
-  for (int step = 1; step <= steps; ++step) {
-    sg::Tensor tgt = copy_batch(32, 10, o.tgt_vocab);  // the target is the source itself
-    opt.zero_grad();
-    sg::Tensor prediction =
-        model(tgt, tgt.narrow(1, 0, 9));  // teacher forcing: input shifted right
-    sg::Tensor loss = sg::nn::cross_entropy(prediction, tgt.narrow(1, 1, 9), o.pad_idx);
-    loss.backward();
-    sg::optim::clip_grad_norm_(model.parameters(), 1.0);
-    opt.step();
-    schedule.step();
-    losses.push_back(loss.item<double>());
-    if (step % (steps / 6) == 0)
-      fmt::print("  step {:>3}: loss {:.3f}  lr {:.2e}\n", step, losses.back(), opt.lr());
-  }
-  auto mean_of = [&](size_t from, size_t n) {
-    double s = 0;
-    for (size_t i = from; i < from + n; ++i) s += losses[i];
-    return s / static_cast<double>(n);
-  };
-  const double first = mean_of(0, 10), last = mean_of(losses.size() - 10, 10);
-  fmt::print("  mean loss of the first 10 steps {:.3f}, of the last 10 {:.3f}  (ln 10 = 2.303)\n",
-             first, last);
-  check(last < 0.75 * first, "the loss goes down");
+  a_few_training_steps(model, o, quick);
 
   fmt::print("\n{}\n", failures == 0 ? "All checks passed." : "Some checks FAILED.");
   return failures == 0 ? 0 : 1;

@@ -9,7 +9,10 @@ is replaced by that part of the file, dedented and re-indented to the line's ind
 selectors (the part after the last ':'; without one, the whole file):
 
   == N            section N of an example or of its output: from the line that contains "== N."
-                  up to the next "== " section, or up to the final "All checks passed" line
+                  up to the next "== " section, or up to the final "All checks passed" line; in
+                  source code also up to the end of the function the section opens (a line that
+                  starts with '}'), when an example gives a section a function of its own, and up
+                  to main()'s call of such a function
   block REGEX     a declaration with its body: the first line matching REGEX (Python re.search),
                   together with the comment lines just above it, down to the first later line at
                   the same indentation that starts with '}' (a line ending in ';' stands alone)
@@ -46,14 +49,41 @@ class SnippetError(Exception):
     pass
 
 
-def _section(lines, number, path):
-    """Lines of section `number` (an example's `== N.` header up to the next one)."""
+# A function's definition at the top level: its name, then '(' (its '{' may end a later line).
+FUNCTION_START = re.compile(r"^\w[^;=]*?\b(\w+)\((?!.*;\s*$)")
+
+
+def _section_functions(lines):
+    """Names of the functions whose bodies hold a section header (a section of its own)."""
+    names, current, holds = set(), None, False
+    for line in lines:
+        m = FUNCTION_START.match(line)
+        if m:
+            current, holds = m.group(1), False
+        elif current and line.startswith("}"):
+            if holds:
+                names.add(current)
+            current = None
+        elif current and SECTION_START.search(line):
+            holds = True
+    return names
+
+
+def _section(lines, number, path, code):
+    """Lines of section `number` (an example's `== N.` header up to the next one; in `code`, also
+    up to the end of the function it is in, or up to a call of the function of a later section)."""
+    calls = None
+    if code:
+        names = _section_functions(lines)
+        calls = re.compile(r"^\s+(?:%s)\(" % "|".join(map(re.escape, names))) if names else None
     start = None
     for i, line in enumerate(lines):
         m = SECTION_START.search(line)
         if m and int(m.group(1)) == number and start is None:
             start = i
-        elif start is not None and (m or "All checks passed" in line):
+        elif start is not None and (m or "All checks passed" in line or
+                                    (code and line.startswith("}")) or
+                                    (calls is not None and calls.match(line))):
             return lines[start:i]
     if start is None:
         raise SnippetError(f"{path}: no section '== {number}.'")
@@ -113,7 +143,8 @@ def resolve(ref):
     if selector is None:
         chosen = lines
     elif selector.startswith("== "):
-        chosen = _section(lines, int(selector[3:]), path_text)
+        code = path.suffix in {".cpp", ".h", ".cu", ".py"}
+        chosen = _section(lines, int(selector[3:]), path_text, code)
     elif selector.startswith("block "):
         chosen = _block(lines, selector[len("block ") :], path_text)
     else:

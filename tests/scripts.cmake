@@ -2,6 +2,7 @@
 #   scripts.install_deps     scripts/install_deps.sh against a fake apt (tests/scripts/)
 #   scripts.early_readers    no pipeline under pipefail whose reader can stop early, and the
 #                            check itself catches each kind (scripts/check_early_readers.py)
+#   scripts.docs_snippets    the tutorial's "== N" selector on sections that live in functions
 #   scripts.blas_fingerprint the fingerprint of OpenBLAS's products that platforms.sh runs the
 #                            suite once per (scripts/blas_fingerprint.py; OpenBLAS builds only)
 add_test(NAME scripts.install_deps
@@ -13,6 +14,11 @@ if(SG_PYTHON3)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(scripts.early_readers PROPERTIES LABELS scripts TIMEOUT 60
                        ENVIRONMENT PYTHON=${SG_PYTHON3})
+endif()
+if(SG_PYTHON3)
+  add_test(NAME scripts.docs_snippets
+           COMMAND ${SG_PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/docs_snippets_test.py)
+  set_tests_properties(scripts.docs_snippets PROPERTIES LABELS scripts TIMEOUT 60)
 endif()
 if(SG_PYTHON3 AND SCRATCHGRAD_BLAS STREQUAL "openblas" AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME scripts.blas_fingerprint
