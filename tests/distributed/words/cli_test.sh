@@ -37,17 +37,9 @@ resumed=$(grep '"final_loss"' "$dir/halves.json")
 echo "ok: resumed on 2 ranks, the same final loss ($resumed)"
 
 # 3. Refusals, before anything trains.
-cat >"$dir/value_by_rank.sh" <<'WRAPPER'
-#!/usr/bin/env bash
-# value_by_rank.sh FLAG VALUE_FOR_RANK_0 VALUE_FOR_RANK_1 PROGRAM ARGS...
-flag=$1 zero=$2 one=$3
-shift 3
-[[ ${OMPI_COMM_WORLD_RANK:-0} == 0 ]] && exec "$@" "$flag" "$zero"
-exec "$@" "$flag" "$one"
-WRAPPER
-chmod +x "$dir/value_by_rank.sh"
+by_rank=(bash "$(dirname "${BASH_SOURCE[0]}")/../value_by_rank.sh")
 status=0
-timeout 60 "$mpirun" -np 2 --oversubscribe "$dir/value_by_rank.sh" --d-model 32 64 "$words" \
+timeout 60 "$mpirun" -np 2 --oversubscribe "${by_rank[@]}" --d-model 32 64 "$words" \
   train --distributed --data "$dict" --steps 5 --warmup 1 --quiet --out "$dir/mismatch" \
   >"$dir/out" 2>"$dir/err" || status=$?
 [[ $status -ne 0 && $status -ne 124 ]] || { cat "$dir/err"; fail "different --d-model: status $status"; }
