@@ -152,41 +152,6 @@ EvalResult evaluate(sg::nn::Transformer& model, TaskGenerator& gen, int64_t samp
   return r;
 }
 
-void TrainOptions::validate() const {
-  SG_CHECK(!sync_every || *sync_every >= 1, "--sync-every must be at least 1, got {}",
-           sync_every.value_or(0));
-  SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
-  SG_CHECK(parallel.bucket_mb > 0, "--bucket-mb must be positive, got {}", parallel.bucket_mb);
-  SG_CHECK(!zero1 || parallel.distributed,
-           "--zero1 shards the optimizer state over the ranks of --distributed; add --distributed "
-           "(and run under mpirun)");
-  const bool on_cuda = device.rfind("cuda", 0) == 0;
-  SG_CHECK(!cuda_graph || on_cuda, "--cuda-graph needs --device cuda (got --device {})", device);
-  SG_CHECK(!tf32 || on_cuda, "--tf32 is for float32 products on CUDA (got --device {})", device);
-  SG_CHECK(!(cuda_graph && parallel.distributed),
-           "--cuda-graph with --distributed is not supported: the gradient all-reduce runs "
-           "outside the graph; train each rank eagerly");
-}
-
-void check_same_settings_on_every_rank(const Config& config, const TrainOptions& options) {
-  const auto values = config.to_map();
-  std::vector<std::pair<std::string, std::string>> settings = {{"--preset", config.preset}};
-  for (const sg::train::ConfigField& field : Config::fields())
-    settings.emplace_back(field.flag, values.at(field.key));
-  auto flag = [](bool on) { return on ? "given" : "not given"; };
-  settings.insert(
-      settings.end(),
-      {{"--out", options.out_dir},
-       {"--resume", flag(options.resume)},
-       {"--overwrite", flag(options.overwrite)},
-       {"--device", options.device},
-       {"--sync-every", options.sync_every ? std::to_string(*options.sync_every) : "the default"},
-       {"--bucket-mb", fmt::format("{}", options.parallel.bucket_mb)},
-       {"--zero1", flag(options.zero1)},
-       {"--bf16", flag(options.bf16)}});
-  sg::train::check_same_settings_on_every_rank(std::move(settings), "copy_task train");
-}
-
 LoadedModel load_checkpoint(const std::string& path) {
   CheckpointFile file = read_checkpoint(path);
   return {file.config,

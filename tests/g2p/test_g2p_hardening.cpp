@@ -12,10 +12,10 @@
 #include <fstream>
 #include <set>
 
-#include "train/checkpoint.h"
 #include "run_state.h"
 #include "tests/g2p/g2p_testing.h"
 #include "tests/support/testing.h"
+#include "train/checkpoint.h"
 #include "trainer.h"
 
 namespace {

@@ -11,10 +11,10 @@
 
 #include "nn/linear.h"
 #include "nn/serialize.h"
-#include "train/checkpoint.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/golden.h"
 #include "tests/support/testing.h"
+#include "train/checkpoint.h"
 
 namespace sg::optim {
 namespace {

@@ -9,10 +9,10 @@
 #include "nn/linear.h"
 #include "nn/optim/adam.h"
 #include "nn/optim/sgd.h"
-#include "train/checkpoint.h"
 #include "nn/transformer.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/testing.h"
+#include "train/checkpoint.h"
 
 namespace sg::nn {
 namespace {

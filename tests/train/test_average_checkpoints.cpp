@@ -12,12 +12,12 @@
 #include "nn/optim/sgd.h"
 #include "nn/safetensors.h"
 #include "nn/serialize.h"
-#include "train/checkpoint.h"
-#include "train/run_directory.h"
-#include "train/saved_run_state.h"
 #include "tests/nn/serialize_testing.h"
 #include "tests/support/golden.h"
 #include "tests/support/testing.h"
+#include "train/checkpoint.h"
+#include "train/run_directory.h"
+#include "train/saved_run_state.h"
 
 namespace sg::train {
 namespace {

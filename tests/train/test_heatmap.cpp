@@ -5,8 +5,8 @@
 
 #include <cmath>
 
-#include "tests/train/svg_testing.h"
 #include "tests/support/testing.h"
+#include "tests/train/svg_testing.h"
 
 namespace sg::train {
 namespace {

@@ -7,8 +7,8 @@
 #include <limits>
 #include <sstream>
 
-#include "tests/train/svg_testing.h"
 #include "tests/support/testing.h"
+#include "tests/train/svg_testing.h"
 
 namespace sg::train {
 namespace {
