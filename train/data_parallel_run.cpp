@@ -118,8 +118,9 @@ int DataParallelRun::world_size() const {
 }
 
 void DataParallelRun::check_splits(int64_t rows, const std::string& flag) const {
-  SG_CHECK(rows % world_size() == 0, "{}: a batch of {} does not split evenly over {} ranks", flag,
-           rows, world_size());
+  if (rows % world_size() == 0) return;
+  throw FailsOnEveryRank(fmt::format("{}: a batch of {} does not split evenly over {} ranks", flag,
+                                     rows, world_size()));
 }
 
 Tensor DataParallelRun::my_rows(const Tensor& global) const {
@@ -284,10 +285,10 @@ void check_same_settings_on_every_rank(std::vector<std::pair<std::string, std::s
 }
 
 bool failed_alike_on_every_rank(const std::exception& error) {
+  if (dynamic_cast<const FailsOnEveryRank*>(&error) != nullptr) return true;
 #if SG_TRAIN_DISTRIBUTED
   return dynamic_cast<const distributed::RanksDisagree*>(&error) != nullptr;
 #else
-  (void)error;
   return false;
 #endif
 }

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/error.h"
 #include "autograd/tensor.h"
 #include "nn/module.h"
 #include "nn/optim/adam.h"
@@ -36,6 +37,14 @@
 #include "train/metadata.h"
 
 namespace sg::train {
+
+// An error every rank meets alike, at the same point and with no collective pending (a batch that
+// does not split over the ranks): report_error lets each rank end normally and rank 0 alone
+// print it, as for ranks started with different settings.
+class FailsOnEveryRank : public Error {
+ public:
+  using Error::Error;
+};
 
 struct DataParallelOptions {
   bool distributed = false;  // join the job mpirun started; otherwise one rank
@@ -67,7 +76,8 @@ class DataParallelRun {
   int world_size() const;
   bool writes() const { return rank() == 0; }  // the one rank that prints and writes files
 
-  // An error naming `flag` unless a global batch of `rows` splits evenly over the ranks.
+  // An error naming `flag` unless a global batch of `rows` splits evenly over the ranks
+  // (FailsOnEveryRank: every rank computes the same).
   void check_splits(int64_t rows, const std::string& flag) const;
   // This rank's rows of a global batch (dimension 0): rows [rank·B/N, (rank+1)·B/N).
   Tensor my_rows(const Tensor& global) const;
@@ -124,7 +134,8 @@ int distributed_local_rank();
 // Collective; nothing alone.
 void check_same_settings_on_every_rank(std::vector<std::pair<std::string, std::string>> settings,
                                        const std::string& program);
-// Whether `error` was thrown alike on every rank, so each may end normally and rank 0 report it.
+// Whether `error` was thrown alike on every rank (ranks started with different settings, or a
+// FailsOnEveryRank), so each may end normally and rank 0 report it.
 bool failed_alike_on_every_rank(const std::exception& error);
 
 // What a program's main() does with an error: prints "<program>: error: <message>" and returns 1

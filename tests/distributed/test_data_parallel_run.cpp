@@ -22,6 +22,9 @@ TEST(DataParallelRun, AloneEveryCallIsTheIdentity) {
   EXPECT_TRUE(tensors_equal(alone.my_rows(x), x));
   EXPECT_TRUE(tensors_equal(alone.mean_over_ranks(y), y));
   EXPECT_NO_THROW(alone.check_splits(7, "--batch"));
+  // An error every rank meets alike lets each rank end normally (report_error); others do not.
+  EXPECT_TRUE(failed_alike_on_every_rank(FailsOnEveryRank("--batch: a batch of 7")));
+  EXPECT_FALSE(failed_alike_on_every_rank(Error("one rank's error")));
   EXPECT_DOUBLE_EQ(alone.per_token_mean(scalar_tensor(12.0, kFloat64), 4).item<double>(), 3.0);
   EXPECT_EQ(alone.gradient_bytes(), 0);
   // A resumed run continues its one dropout stream; a fresh one leaves the generator alone.

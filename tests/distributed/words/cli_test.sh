@@ -50,6 +50,7 @@ status=0
 timeout 60 "$mpirun" -np 2 --oversubscribe "$words" train --distributed --data "$dict" --steps 5 \
   --warmup 1 --batch 15 --quiet --out "$dir/odd" >"$dir/out" 2>"$dir/err" || status=$?
 [[ $status -ne 0 && $status -ne 124 ]] || { cat "$dir/err"; fail "--batch 15: status $status"; }
-grep -qF -- "--batch: a batch of 15 does not split evenly over 2 ranks" "$dir/err" ||
-  { cat "$dir/err"; fail "--batch 15 is not refused by name"; }
+[[ $(grep -c -- "--batch: a batch of 15 does not split evenly over 2 ranks" "$dir/err") -eq 1 ]] ||
+  { cat "$dir/err"; fail "--batch 15 is not refused by name, once"; }
+grep -q "error on rank" "$dir/err" && { cat "$dir/err"; fail "--batch 15 ended the job as one rank's error"; }
 echo "ok: refused: another --d-model on rank 1, and --batch 15 on 2 ranks"
