@@ -114,11 +114,7 @@ inline void join_with_same_flags(const DataParallelOptions& parallel, const Opti
                                  const TrainerOptions& options, const std::string& program) {
   if (!parallel.distributed) return;
   join_distributed_job();
-  std::vector<std::pair<std::string, std::string>> settings;
-  const auto values = schema.to_map();
-  for (const ConfigField& field : schema.fields()) {
-    settings.emplace_back(field.flag, values.at(field.key));
-  }
+  std::vector<std::pair<std::string, std::string>> settings = schema.flag_values();
   const auto given = [](bool on) { return on ? "given" : "not given"; };
   settings.insert(settings.end(), {{"--out", options.out_dir},
                                    {"--resume", given(options.resume)},

@@ -99,6 +99,13 @@ std::vector<ConfigField> OptionSchema::fields() const {
   return out;
 }
 
+std::vector<std::pair<std::string, std::string>> OptionSchema::flag_values() const {
+  const ConfigMap values = to_map();
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Option& o : options_) out.emplace_back(o.flag(), values.at(o.key));
+  return out;
+}
+
 namespace {
 
 void check_choice(const Option& o, const std::string& value, const std::string& what) {

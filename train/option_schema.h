@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -68,6 +69,8 @@ class OptionSchema {
   // booleans "true"/"false".
   ConfigMap to_map() const;
   std::vector<ConfigField> fields() const;
+  // (flag, value) of every option, in order: what ranks compare before they train together.
+  std::vector<std::pair<std::string, std::string>> flag_values() const;
   // Each value checked against its bounds and choices: "--layers must be in [1, 64], got 65".
   void check() const;
   // Sets every option from `saved` (a checkpoint's config), strictly: each key present (or known

@@ -24,10 +24,8 @@ void TrainOptions::validate() const {
 }
 
 void check_same_settings_on_every_rank(const Config& config, const TrainOptions& options) {
-  const auto values = config.to_map();
   std::vector<std::pair<std::string, std::string>> settings = {{"--preset", config.preset}};
-  for (const sg::train::ConfigField& field : Config::fields())
-    settings.emplace_back(field.flag, values.at(field.key));
+  for (auto& setting : Config(config).schema().flag_values()) settings.push_back(setting);
   auto flag = [](bool on) { return on ? "given" : "not given"; };
   settings.insert(
       settings.end(),

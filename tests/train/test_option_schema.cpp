@@ -36,6 +36,10 @@ TEST(TrainOptionSchema, OneDeclarationGivesTheMapTheFlagsAndTheResumeRules) {
   EXPECT_EQ(fields[3].flag, "--norm-first");
   EXPECT_EQ(fields[0].on_resume, OnResume::kFixedModel);
   EXPECT_EQ(e.schema().options()[2].help, "dropout");
+  // What ranks compare: every option by its flag, in declaration order.
+  const auto flags = e.schema().flag_values();
+  ASSERT_EQ(flags.size(), 5u);
+  EXPECT_EQ(flags[3], (std::pair<std::string, std::string>{"--norm-first", "true"}));
 }
 
 TEST(TrainOptionSchema, ReadingIsStrictAndBoundedLikeTheFlags) {
