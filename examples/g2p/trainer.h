@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "g2p_data.h"
+#include "nn/data/pronunciation_candidates.h"
 #include "train/trainer.h"
 
 namespace g2p {
@@ -43,12 +44,33 @@ struct Model {
   std::vector<std::vector<std::string>> pronounce(const std::vector<std::string>& words,
                                                   int64_t beam_size = 1,
                                                   double length_penalty = 1.0) const;
+  // The model's beam n-best and the n-gram's 5-best for each word, each scored by both
+  // (sg::data::pronunciation_candidates).
+  std::vector<std::vector<sg::data::PronunciationCandidate>> candidates(
+      const std::vector<std::string>& words, int64_t beam_size, double length_penalty,
+      const sg::data::JointSequenceG2p& ngram) const;
 };
 Model load_model(const std::string& checkpoint);
+
+// The joint-sequence n-gram beside the model: with it, each word's pronunciation is chosen from
+// both n-best lists by the model's log-probability plus `weight` times the n-gram's
+// (sg::data::choose_pronunciation; chapter 12b, "Two systems, one choice").
+struct Rescoring {
+  const sg::data::JointSequenceG2p* ngram = nullptr;
+  double weight = 0;
+};
 
 // WER/PER of the model on `words` (all of them when limit is 0), decoded in batches.
 ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
                     int64_t limit = 0, double length_penalty = 1.0);
+
+// With the n-gram, from one pass of both searches: the WER/PER of the beam's own best and of the
+// pronunciations chosen with the n-gram.
+struct RescoredRates {
+  ErrorRates beam, rescored;
+};
+RescoredRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+                       int64_t limit, double length_penalty, Rescoring rescoring);
 
 // The cross-attention of the last decoder layer, averaged over heads, for one word: rows are the
 // predicted phonemes, columns the letters. Written as an SVG heatmap.

@@ -28,6 +28,11 @@ namespace fs = std::filesystem;
 // trailing '\r' (which the parser drops as well).
 std::string without_score(std::string line) {
   if (!line.empty() && line.back() == '\r') line.pop_back();
+  // A word and nothing else: a system that found no pronunciation (no prediction).
+  const size_t word_start = line.find_first_not_of(" \t");
+  if (word_start != std::string::npos && line.compare(word_start, 3, ";;;") != 0 &&
+      line.find_first_not_of(" \t", line.find_first_of(" \t", word_start)) == std::string::npos)
+    return "";
   const size_t first = line.find('\t');
   const size_t second = first == std::string::npos ? first : line.find('\t', first + 1);
   if (second == std::string::npos || line.find('\t', second + 1) != std::string::npos) return line;

@@ -42,9 +42,10 @@ std::string to_cmudict(const std::vector<DictionaryWord>& words);
 // Another system's predictions, one pronunciation per word (lower-cased). A line is a dictionary
 // line, "word P H ONES" (spaces or a tab after the word), or Phonetisaurus g2pfst's
 // "word<TAB>score<TAB>P H ONES", whose score is skipped (and whose line with no phonemes, a word
-// it found no pronunciation for, is no prediction). When a word has several lines (an n-best
-// list), the first one counts: the 1-best. A malformed line is an error naming the file and the
-// line; a missing file or one without predictions is an error naming the file.
+// it found no pronunciation for, is no prediction, as is a word alone on its line). When a word
+// has several lines (an n-best list), the first one counts: the 1-best. A malformed line is an
+// error naming the file and the line; a missing file or one without predictions is an error
+// naming the file.
 std::unordered_map<std::string, std::vector<std::string>> read_predictions(const std::string& path);
 
 // The reference words, each with the other system's prediction.

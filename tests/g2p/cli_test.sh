@@ -144,6 +144,32 @@ expect_ok "WER " score "$split/test.dict" "$dir/one.pred"
 grep -qF "have no prediction in $dir/one.pred" "$dir/err" && passes=$((passes + 1)) || {
   echo "FAIL: no warning of missing predictions:"; cat "$dir/err"; failures=$((failures + 1)); }
 expect_error "cannot open '$dir/none.pred'" score "$split/test.dict" "$dir/none.pred"
+expect_error "--names" compare "$split/test.dict" "$dir/one.pred" "$dir/one.pred" --names one
+
+# The joint-sequence n-gram alone (its predictions are a predictions file too), then beside the
+# model: eval and tune choose from both n-best lists by --ngram-weight.
+expect_ok "graphones (0 pronunciations left unaligned), trained in" ngram --data "$dict" --order 4 --split test --predictions "$dir/ngram.pred"
+expect_ok "words): WER " score "$split/test.dict" "$dir/ngram.pred"
+# compare: the n-gram's predictions against the one g2pfst line, side by side; the reference
+# against it gets every word but one right that the line gets wrong.
+expect_ok "oracle" compare "$split/test.dict" "$dir/ngram.pred" "$dir/one.pred" --names ngram,other \
+  --train "$split/train.dict" --metrics-json "$dir/compare.json"
+grep -qF "ngram wrong words by kind" "$dir/out" && passes=$((passes + 1)) || {
+  echo "FAIL: compare printed no mistake kinds:"; cat "$dir/out"; failures=$((failures + 1)); }
+expect_ok "all words" compare "$split/test.dict" "$split/test.dict" "$dir/one.pred" \
+  --metrics-json "$dir/compare.json"
+tests=$(grep -c '^[^(]*$' <(sed 's/ .*//' "$split/test.dict"))
+grep -qF "\"only_first\": $((tests - 1))," "$dir/compare.json" && passes=$((passes + 1)) || {
+  echo "FAIL: compare --metrics-json, not $((tests - 1)) words only the first got right:"
+  cat "$dir/compare.json"; failures=$((failures + 1)); }
+expect_ok "with the n-gram at weight 0.5: WER" eval --checkpoint "$dir/run/model.safetensors" \
+  --data "$dict" --beam 3 --ngram-weight 0.5 --ngram-order 4
+expect_ok "--ngram-weight" tune --checkpoint "$dir/run/model.safetensors" --data "$dict" --beams 2 \
+  --length-penalties 1 --ngram-weights 0,1 --ngram-order 3
+expect_error "--ngram-order" eval --checkpoint "$dir/run/model.safetensors" --ngram-order 9
+expect_error "--ngram-weight" eval --checkpoint "$dir/run/model.safetensors" --ngram-weight -1
+expect_error "--order" ngram --data "$dict" --order 0
+expect_error "--limit" ngram --data "$dict" --limit -1
 printf 'tensor T EH1 N S er0\n' >"$dir/bad.pred"
 expect_error "bad.pred:1: 'er0' is not an ARPAbet phoneme" score "$split/test.dict" "$dir/bad.pred"
 

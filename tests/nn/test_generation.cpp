@@ -220,5 +220,45 @@ TEST_F(GenerationTransformer, GenerateInBatchesEqualsOneSearch) {
   EXPECT_SG_ERROR(generate_in_batches(*model, sources, no_pad), "pad must be a token id");
 }
 
+// The n-best of each source, batched, is beam_search's; and scoring a hypothesis's tokens gives
+// the log-probability the search gave it, whatever the batch size, cached or not.
+TEST_F(GenerationTransformer, ScoreInBatchesGivesBeamSearchsLogProbabilities) {
+  const std::vector<std::vector<int64_t>> sources = {{3, 4, 5, 6, 7}, {8, 4, 3}, {5, 5, 5}};
+  const auto beams = beam_search(*model, src, options(true), {.beam_size = 4});
+  std::vector<std::vector<int64_t>> scored_sources, targets;
+  std::vector<double> expected;
+  for (size_t b = 0; b < 3; ++b)
+    for (const Hypothesis& h : beams[b]) {
+      if (h.tokens.size() >= 10) continue;  // stopped at max_length, without <eos>
+      scored_sources.push_back(sources[b]);
+      targets.push_back(h.tokens);
+      expected.push_back(h.log_prob);
+    }
+  ASSERT_GE(targets.size(), 6u);
+  for (int64_t batch : {1, 5, 128}) {
+    const auto nbest =
+        beam_search_in_batches(*model, sources, options(true), {.beam_size = 4}, batch);
+    ASSERT_EQ(nbest.size(), 3u);
+    for (size_t b = 0; b < 3; ++b) {
+      ASSERT_EQ(nbest[b].size(), beams[b].size());
+      for (size_t k = 0; k < beams[b].size(); ++k)
+        EXPECT_EQ(nbest[b][k].tokens, beams[b][k].tokens);
+    }
+    for (bool cache : {true, false}) {
+      const auto got = score_in_batches(*model, scored_sources, targets, options(cache), batch);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], expected[i], 1e-4) << "batch " << batch << ", pair " << i;
+    }
+  }
+  // An empty target is <eos> alone; a likelier sequence scores higher than an unlikely one.
+  const auto lone = score_in_batches(*model, {sources[0]}, {{}}, options(true));
+  EXPECT_LT(lone[0], 0.0);
+  EXPECT_SG_ERROR(score_in_batches(*model, sources, {{3}}, options(true)),
+                  "score_in_batches: 3 sources but 1 targets");
+  EXPECT_SG_ERROR(score_in_batches(*model, {sources[0]}, {{3, 7}}, options(true)),
+                  "score_in_batches: target 0 has token 7, outside the model's 0..6");
+}
+
 }  // namespace
 }  // namespace sg::nn
