@@ -8,7 +8,6 @@
 #include "autograd/error.h"
 #include "autograd/factory.h"
 #include "autograd/grad_mode.h"
-#include "nn/data/pad_sequences.h"
 
 namespace sg::nn {
 
@@ -301,102 +300,36 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tens
   return finished;
 }
 
-namespace {
-
-// Calls decode(first, src) for each batch of at most batch_size sources, src padded with pad on
-// `device`; `op` names the caller in errors.
-template <typename Decode>
-void for_each_batch(const char* op, const std::vector<std::vector<int64_t>>& sources,
-                    const GenerationOptions& options, int64_t batch_size, Device device,
-                    Decode decode) {
-  SG_CHECK(batch_size > 0, "{}: batch_size must be positive, got {}", op, batch_size);
-  SG_CHECK(options.pad >= 0, "{}: sources are padded, so pad must be a token id", op);
-  for (size_t first = 0; first < sources.size(); first += static_cast<size_t>(batch_size)) {
-    const auto begin = sources.begin() + static_cast<std::ptrdiff_t>(first);
-    const std::vector<std::vector<int64_t>> rows(
-        begin, begin + static_cast<std::ptrdiff_t>(
-                           std::min(sources.size() - first, static_cast<size_t>(batch_size))));
-    for (size_t r = 0; r < rows.size(); ++r) {
-      SG_CHECK(!rows[r].empty(), "{}: source {} is empty", op, first + r);
-    }
-    decode(first, data::pad_sequences(rows, options.pad).to(device));
-  }
-}
-
-}  // namespace
-
-std::vector<std::vector<Hypothesis>> beam_search_in_batches(
-    Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sources,
-    const GenerationOptions& options, const BeamSearchOptions& beam, int64_t batch_size,
-    Device device) {
-  std::vector<std::vector<Hypothesis>> out;
-  for_each_batch("beam_search_in_batches", sources, options, batch_size, device,
-                 [&](size_t, const Tensor& src) {
-                   for (auto& best : beam_search(model, src, options, beam))
-                     out.push_back(std::move(best));
-                 });
-  return out;
-}
-
-std::vector<std::vector<int64_t>> generate_in_batches(
-    Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sources,
-    const GenerationOptions& options, const BeamSearchOptions& beam, int64_t batch_size,
-    Device device) {
-  SG_CHECK(beam.beam_size >= 1, "generate_in_batches: beam_size must be at least 1, got {}",
-           beam.beam_size);
-  std::vector<std::vector<int64_t>> out;
-  for_each_batch("generate_in_batches", sources, options, batch_size, device,
-                 [&](size_t, const Tensor& src) {
-                   if (beam.beam_size == 1) {
-                     for (auto& tokens : greedy_search(model, src, options))
-                       out.push_back(std::move(tokens));
-                   } else {
-                     for (auto& best : beam_search(model, src, options, beam))
-                       out.push_back(std::move(best.front().tokens));
-                   }
-                 });
-  return out;
-}
-
-std::vector<double> score_in_batches(Seq2SeqModel& model,
-                                     const std::vector<std::vector<int64_t>>& sources,
-                                     const std::vector<std::vector<int64_t>>& targets,
-                                     const GenerationOptions& options, int64_t batch_size,
-                                     Device device) {
-  SG_CHECK(sources.size() == targets.size(), "score_in_batches: {} sources but {} targets",
-           sources.size(), targets.size());
-  check_options("score_in_batches", options);
+std::vector<double> sequence_log_probs(Seq2SeqModel& model, const Tensor& src,
+                                       const std::vector<std::vector<int64_t>>& targets,
+                                       const GenerationOptions& options) {
+  check_options("sequence_log_probs", src, options);
+  const auto rows = static_cast<size_t>(src.size(0));
+  SG_CHECK(targets.size() == rows, "sequence_log_probs: {} sources but {} targets", rows,
+           targets.size());
   const NoGradGuard no_grad;
-  std::vector<double> out(sources.size(), 0.0);
-  for_each_batch(
-      "score_in_batches", sources, options, batch_size, device,
-      [&](size_t first, const Tensor& src) {
-        const auto rows = static_cast<size_t>(src.size(0));
-        size_t longest = 0;
-        for (size_t r = 0; r < rows; ++r) longest = std::max(longest, targets[first + r].size());
-        std::unique_ptr<DecodingState> state = model.start_generation(src, options.use_cache);
-        std::vector<int64_t> fed(rows, options.bos);
-        // Step t predicts target token t, or <eos> after the last one; a row past its end is
-        // fed padding and no longer counted.
-        for (size_t t = 0; t <= longest; ++t) {
-          int64_t V = 0;
-          const std::vector<double> log_probs = next_log_probs(*state, fed, V);
-          for (size_t r = 0; r < rows; ++r) {
-            const std::vector<int64_t>& target = targets[first + r];
-            if (t > target.size() || (t == target.size() && options.eos < 0)) continue;
-            const int64_t next = t < target.size() ? target[t] : options.eos;
-            SG_CHECK(next >= 0 && next < V,
-                     "score_in_batches: target {} has token {}, outside the model's 0..{}",
-                     first + r, next, V - 1);
-            out[first + r] += log_probs[r * static_cast<size_t>(V) + static_cast<size_t>(next)];
-          }
-          if (t == longest) break;
-          for (size_t r = 0; r < rows; ++r) {
-            const std::vector<int64_t>& target = targets[first + r];
-            fed[r] = t < target.size() ? target[t] : options.pad;
-          }
-        }
-      });
+  size_t longest = 0;
+  for (const auto& target : targets) longest = std::max(longest, target.size());
+  std::unique_ptr<DecodingState> state = model.start_generation(src, options.use_cache);
+  std::vector<double> out(rows, 0.0);
+  std::vector<int64_t> fed(rows, options.bos);
+  // Step t predicts target token t, or <eos> after the last one; a row past its end is fed
+  // padding and no longer counted.
+  for (size_t t = 0; t <= longest; ++t) {
+    int64_t V = 0;
+    const std::vector<double> log_probs = next_log_probs(*state, fed, V);
+    for (size_t r = 0; r < rows; ++r) {
+      if (t > targets[r].size() || (t == targets[r].size() && options.eos < 0)) continue;
+      const int64_t next = t < targets[r].size() ? targets[r][t] : options.eos;
+      SG_CHECK(
+          next >= 0 && next < V,
+          "sequence_log_probs: row {} of the batch has target token {}, outside the model's 0..{}",
+          r, next, V - 1);
+      out[r] += log_probs[r * static_cast<size_t>(V) + static_cast<size_t>(next)];
+    }
+    if (t == longest) break;
+    for (size_t r = 0; r < rows; ++r) fed[r] = t < targets[r].size() ? targets[r][t] : options.pad;
+  }
   return out;
 }
 

@@ -123,10 +123,16 @@ std::vector<std::vector<Hypothesis>> beam_search_in_batches(
     const GenerationOptions& options, const BeamSearchOptions& beam, int64_t batch_size = 128,
     Device device = Device::cpu());
 
-// log P(target, <eos> | source) for each pair: the decoder fed <bos> and the target, each next
-// token's log-probability summed, <eos>'s last (none with eos = -1) -- what beam_search's
-// Hypothesis::log_prob is for the same tokens. For scoring sequences another system proposed;
-// batched as generate_in_batches batches.
+// log P(targets[b], <eos> | src row b) for each row of a batch [B, S]: the decoder fed <bos> and
+// the target, each next token's log-probability summed, <eos>'s last (none with eos = -1) -- what
+// beam_search's Hypothesis::log_prob is for the same tokens. For scoring sequences another
+// system proposed.
+std::vector<double> sequence_log_probs(Seq2SeqModel& model, const Tensor& src,
+                                       const std::vector<std::vector<int64_t>>& targets,
+                                       const GenerationOptions& options);
+
+// sequence_log_probs over any number of (source, target) pairs, batched as generate_in_batches
+// batches.
 std::vector<double> score_in_batches(Seq2SeqModel& model,
                                      const std::vector<std::vector<int64_t>>& sources,
                                      const std::vector<std::vector<int64_t>>& targets,

@@ -256,8 +256,9 @@ TEST_F(GenerationTransformer, ScoreInBatchesGivesBeamSearchsLogProbabilities) {
   EXPECT_LT(lone[0], 0.0);
   EXPECT_SG_ERROR(score_in_batches(*model, sources, {{3}}, options(true)),
                   "score_in_batches: 3 sources but 1 targets");
-  EXPECT_SG_ERROR(score_in_batches(*model, {sources[0]}, {{3, 7}}, options(true)),
-                  "score_in_batches: target 0 has token 7, outside the model's 0..6");
+  EXPECT_SG_ERROR(
+      score_in_batches(*model, {sources[0]}, {{3, 7}}, options(true)),
+      "sequence_log_probs: row 0 of the batch has target token 7, outside the model's 0..6");
 }
 
 }  // namespace
