@@ -81,10 +81,10 @@ GraphoneAligner::GraphoneAligner(const std::vector<SpelledPronunciation>& pairs,
   // Each pair's grid once, its chunks as indices: the rounds of EM are then arithmetic only.
   struct Lattice {
     std::vector<int32_t> from, to, unit;
-    std::vector<double> prior;
     size_t cells = 0;
   };
   std::vector<Lattice> lattices;
+  std::vector<double> prior;  // per chunk: the weight of one occurrence before EM
   for (const auto& [spelling, phonemes] : pairs) {
     const std::vector<Edge> grid = grid_of(spelling, phonemes);
     if (grid.empty()) {
@@ -92,13 +92,16 @@ GraphoneAligner::GraphoneAligner(const std::vector<SpelledPronunciation>& pairs,
       continue;
     }
     Lattice l{.cells = spelling.size() * (phonemes.size() + 1) + phonemes.size() + 1};
+    l.from.reserve(grid.size());  // exactly: every pronunciation's lattice is kept through EM
+    l.to.reserve(grid.size());
+    l.unit.reserve(grid.size());
     for (const Edge& e : grid) {
       const auto [it, added] = ids_.emplace(to_string(graphone_of(spelling, phonemes, e)),
                                             static_cast<int32_t>(ids_.size()));
+      if (added) prior.push_back(prior_of(e.a, e.b));
       l.from.push_back(e.from);
       l.to.push_back(e.to);
       l.unit.push_back(it->second);
-      l.prior.push_back(prior_of(e.a, e.b));
     }
     lattices.push_back(std::move(l));
   }
@@ -106,7 +109,8 @@ GraphoneAligner::GraphoneAligner(const std::vector<SpelledPronunciation>& pairs,
   std::vector<double> counts(ids_.size()), alpha, beta;
   for (size_t l = 0; l < lattices.size(); ++l)
     for (size_t e = 0; e < lattices[l].unit.size(); ++e)
-      counts[static_cast<size_t>(lattices[l].unit[e])] += lattices[l].prior[e];
+      counts[static_cast<size_t>(lattices[l].unit[e])] +=
+          prior[static_cast<size_t>(lattices[l].unit[e])];
   normalize(counts);
   for (int round = 0; round < iterations; ++round) {
     std::fill(counts.begin(), counts.end(), 0.0);
