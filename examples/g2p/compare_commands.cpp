@@ -37,8 +37,8 @@ SplitSummary summarize(const std::string& name, const std::vector<Word>& words) 
 
 // The predictions of `path` for the words of `reference`, with a warning for words it has none
 // for (each is scored wrong) and a note of the words it has that the reference does not.
-sg::data::Comparison read_predictions(const std::string& command, const std::string& reference,
-                                      const std::string& path) {
+sg::data::Comparison predictions_for(const std::string& command, const std::string& reference,
+                                     const std::string& path) {
   sg::data::Comparison c = sg::data::compare_predictions(reference, path);
   if (c.missing > 0) {
     fmt::print(stderr,
@@ -142,7 +142,7 @@ CLI::App* add_score_command(CLI::App& app, ScoreArgs& a) {
 
 // Another system's predictions, scored by the rule eval scores the model by.
 int run_score(const ScoreArgs& a) {
-  const sg::data::Comparison c = read_predictions("score", a.reference, a.predictions);
+  const sg::data::Comparison c = predictions_for("score", a.reference, a.predictions);
   const sg::data::PronunciationScores r = sg::data::score_pronunciations(c.words, c.predicted);
   fmt::print("{} ({} words): {}\n", a.predictions, r.words, sg::data::describe(r));
   int64_t shown = 0;
@@ -182,8 +182,8 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
 // Two systems on the same words (sg::data::compare_systems), e.g. the model's beam-search
 // predictions (g2p pronounce < test.words) against Phonetisaurus'.
 int run_compare(const CompareArgs& a) {
-  const sg::data::Comparison first = read_predictions("compare", a.reference, a.first);
-  const sg::data::Comparison second = read_predictions("compare", a.reference, a.second);
+  const sg::data::Comparison first = predictions_for("compare", a.reference, a.first);
+  const sg::data::Comparison second = predictions_for("compare", a.reference, a.second);
   const std::vector<Word> training =
       a.train.empty() ? std::vector<Word>{} : sg::data::read_dictionary_words(a.train);
   const sg::data::SystemComparison c =
