@@ -146,10 +146,9 @@ int run_tune(const std::string& checkpoint, const std::string& data,
       // Both lists once; each weight only chooses among them again.
       const auto lists = model.candidates(spellings, beam, penalty, *ngram);
       for (double weight : ngram_weights) {
-        std::vector<std::vector<std::string>> chosen;
-        for (const auto& list : lists)
-          chosen.push_back(sg::data::choose_pronunciation(list, weight, penalty));
-        report(beam, penalty, weight, sg::data::score_pronunciations(d.dev, chosen));
+        report(beam, penalty, weight,
+               sg::data::score_pronunciations(
+                   d.dev, sg::data::choose_pronunciations(lists, weight, penalty)));
       }
     }
   }

@@ -75,14 +75,13 @@ RescoredRates evaluate(const Model& model, const std::vector<Word>& words, int64
                        int64_t limit, double length_penalty, Rescoring rescoring) {
   SG_CHECK(rescoring.ngram, "g2p evaluate: rescoring without an n-gram");
   const auto [scored, spellings] = first_words(words, limit);
-  std::vector<std::vector<std::string>> beam, chosen;
-  for (const auto& list :
-       model.candidates(spellings, beam_size, length_penalty, *rescoring.ngram)) {
+  const auto lists = model.candidates(spellings, beam_size, length_penalty, *rescoring.ngram);
+  std::vector<std::vector<std::string>> beam;
+  for (const auto& list : lists)
     beam.push_back(list.front().phonemes);  // the model's n-best come first, best first
-    chosen.push_back(sg::data::choose_pronunciation(list, rescoring.weight, length_penalty));
-  }
   return {sg::data::score_pronunciations(scored, beam),
-          sg::data::score_pronunciations(scored, chosen)};
+          sg::data::score_pronunciations(
+              scored, sg::data::choose_pronunciations(lists, rescoring.weight, length_penalty))};
 }
 
 void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path) {

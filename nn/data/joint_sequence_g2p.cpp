@@ -1,6 +1,7 @@
 #include "nn/data/joint_sequence_g2p.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "autograd/error.h"
@@ -77,16 +78,21 @@ std::vector<ScoredPronunciation> JointSequenceG2p::search(const std::string& spe
               [](const Hypothesis& a, const Hypothesis& b) { return a.log_prob > b.log_prob; });
     if (here.size() > static_cast<size_t>(options_.beam))
       here.resize(static_cast<size_t>(options_.beam));
+    // The graphones of the next one and two letters: the same for every hypothesis here.
+    std::array<const std::vector<int32_t>*, 3> next_chunks{};
+    for (size_t a = 1; a <= 2 && i + a <= letters; ++a) {
+      const auto chunk = by_letters_.find(spelling.substr(i, a));
+      if (chunk != by_letters_.end()) next_chunks[a] = &chunk->second;
+    }
     for (size_t h = 0; h < here.size(); ++h) {
       // Every graphone that can follow: its letters next in the spelling (and, matching a
       // target, its phonemes next in it), all scored after this history at once.
       std::vector<std::pair<size_t, int32_t>> steps;  // (letters, token)
       std::vector<int32_t> tokens;
       const size_t had = here[h].phonemes;
-      for (size_t a = 1; a <= 2 && i + a <= letters; ++a) {
-        const auto chunk = by_letters_.find(spelling.substr(i, a));
-        if (chunk == by_letters_.end()) continue;
-        for (int32_t token : chunk->second) {
+      for (size_t a = 1; a <= 2; ++a) {
+        if (!next_chunks[a]) continue;
+        for (int32_t token : *next_chunks[a]) {
           const std::vector<std::string>& sounds = graphones_[static_cast<size_t>(token)].phonemes;
           if (target && (had + sounds.size() > target->size() ||
                          !std::equal(sounds.begin(), sounds.end(),

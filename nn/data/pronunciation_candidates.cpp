@@ -84,4 +84,14 @@ const std::vector<std::string>& choose_pronunciation(
   return best->phonemes;
 }
 
+std::vector<std::vector<std::string>> choose_pronunciations(
+    const std::vector<std::vector<PronunciationCandidate>>& lists, double ngram_weight,
+    double length_penalty) {
+  std::vector<std::vector<std::string>> chosen;
+  chosen.reserve(lists.size());
+  for (const auto& list : lists)
+    chosen.push_back(choose_pronunciation(list, ngram_weight, length_penalty));
+  return chosen;
+}
+
 }  // namespace sg::data

@@ -52,5 +52,9 @@ std::vector<std::vector<PronunciationCandidate>> pronunciation_candidates(
 const std::vector<std::string>& choose_pronunciation(
     const std::vector<PronunciationCandidate>& candidates, double ngram_weight,
     double length_penalty);
+// choose_pronunciation for every word's list.
+std::vector<std::vector<std::string>> choose_pronunciations(
+    const std::vector<std::vector<PronunciationCandidate>>& lists, double ngram_weight,
+    double length_penalty);
 
 }  // namespace sg::data

@@ -29,6 +29,9 @@ TEST(PronunciationCandidates, ChooseWeighsTheNgramAndTheLength) {
   EXPECT_EQ(choose_pronunciation(list, 0.1, 0), list[0].phonemes);
   // Length penalty 1 divides by phonemes + 1: with w = 1, a -10/4, b -5/4, c -6.2/5 = -1.24 wins.
   EXPECT_EQ(choose_pronunciation(list, 1, 1), list[2].phonemes);
+  // Every word's list at once.
+  EXPECT_EQ(choose_pronunciations({list, list}, 1, 0),
+            (std::vector<Phonemes>{list[1].phonemes, list[1].phonemes}));
 }
 
 TEST(PronunciationCandidates, AGuessOneSideCannotScoreLosesUnlessNothingScores) {
