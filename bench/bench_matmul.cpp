@@ -16,6 +16,7 @@
 //
 //   ./build/bench/bench_matmul [--ms 2000] [--threads N] [--json out.json] [--check]
 //   ./build/bench/bench_matmul --bf16 [--case NAME] [--no-onednn] ...   # matmul_bf16.cpp
+//   ./build/bench/bench_matmul --bf16 --curve   # bf16 against f32 by size: autocast's threshold
 //
 // --check exits 1 when the 512 case misses the 10% requirement. --bf16 times autocast's bfloat16
 // products against our float32 ones and oneDNN's bfloat16 matmul instead (matmul_bf16.h); its
@@ -52,7 +53,8 @@ struct Options {
   bool check = false;
   bool bf16 = false;  // the bfloat16 table instead (matmul_bf16.h)
   bool onednn = true;
-  std::string only;  // --case: the bfloat16 cases whose name contains it
+  std::string only;    // --case: the bfloat16 cases whose name contains it
+  bool curve = false;  // --curve: bfloat16 against float32 products by size instead
 };
 
 Options parse(int argc, char** argv) {
@@ -72,12 +74,14 @@ Options parse(int argc, char** argv) {
       o.bf16 = true;
     } else if (arg == "--no-onednn") {
       o.onednn = false;
+    } else if (arg == "--curve") {
+      o.curve = true;
     } else if (arg == "--case" && has_value) {
       o.only = argv[++i];
     } else {
       fmt::print(stderr,
                  "usage: {} [--ms MS] [--threads N] [--json FILE] [--check] [--bf16 [--case NAME] "
-                 "[--no-onednn]]\n",
+                 "[--no-onednn] [--curve]]\n",
                  argv[0]);
       std::exit(2);
     }
@@ -213,6 +217,10 @@ int main(int argc, char** argv) {
   if (o.bf16) {
     const int threads = o.threads > 0 ? o.threads : 2;
     sg::cpu::set_num_threads(threads);
+    if (o.curve) {
+      sg::bench::run_bf16_curve({std::min(o.ms, 200.0), threads, false, ""});
+      return 0;
+    }
     const auto cases = sg::bench::run_bf16_cases({o.ms, threads, o.onednn, o.only});
     if (!o.json_path.empty()) {
       std::ofstream(o.json_path) << fmt::format(

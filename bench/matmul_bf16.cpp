@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "autograd/autograd.h"
+#include "autograd/backend/backend.h"
 #include "onednn_matmul.h"
 #include "timing.h"
 
@@ -131,6 +132,46 @@ Bf16Case run(const Shape& s, const Bf16Options& o) {
 }
 
 }  // namespace
+
+// The curve autocast's size threshold is chosen from (autograd/autocast.h): for a Linear layer's
+// product [rows, d]·[d, d] (b transposed, as x·Wᵀ) and attention's batched [L, dh]·[dh, L], the
+// backend's float32 product against its bfloat16 one, called directly (the op would run products
+// below the threshold in float32, which is what is being measured here). One call of each in
+// turn, the median over rounds of the ratio of their times.
+void run_bf16_curve(const Bf16Options& o) {
+  Backend& backend = backend_for(kCPU);
+  fmt::print("bfloat16 against float32 products by size on {} thread(s), the kernel {}\n",
+             o.threads,
+             cpu_features() >= CpuFeatures::Avx512Bf16 ? "AVX512-BF16 (vdpbf16ps)"
+                                                       : "reference (no AVX512-BF16 here)");
+  fmt::print("{:<28} {:>12} {:>10} {:>10} {:>12}\n", "product", "M·N·K", "f32 us", "bf16 us",
+             "f32 / bf16");
+  auto time_pair = [&](int64_t batch, int64_t M, int64_t N, int64_t K, bool b_transposed) {
+    const Tensor a = randn({batch, M, K});
+    const Tensor b = b_transposed ? randn({batch, N, K}).transpose(1, 2) : randn({batch, K, N});
+    const Tensor c = empty({batch, M, N});
+    auto f32 = [&] { backend.gemm(a, b, c, false); };
+    auto bf16 = [&] { backend.gemm_bfloat16(a, b, c, false); };
+    for (int i = 0; i < 5; ++i) f32(), bf16();
+    std::vector<double> f32_s, bf16_s, ratio;
+    const auto start = Clock::now();
+    while (f32_s.size() < 20 || ms_since(start) < o.ms) {
+      f32_s.push_back(seconds_of(f32));
+      bf16_s.push_back(seconds_of(bf16));
+      ratio.push_back(f32_s.back() / bf16_s.back());
+    }
+    const std::string name = fmt::format("{}[{}, {}]·[{}, {}]",
+                                         batch > 1 ? fmt::format("{} x ", batch) : "", M, K, K, N);
+    fmt::print("{:<28} {:>12} {:>10.1f} {:>10.1f} {:>11.2f}x\n", name, batch * M * N * K,
+               median(f32_s) * 1e6, median(bf16_s) * 1e6, median(ratio));
+  };
+  for (const int64_t d : {16, 32, 64, 128, 256, 512}) {
+    for (const int64_t rows : {10, 100, 800, 2048}) time_pair(1, rows, d, d, true);
+  }
+  for (const int64_t L : {10, 32, 64}) {
+    for (const int64_t dh : {16, 32, 64}) time_pair(64, L, L, dh, true);
+  }
+}
 
 std::vector<Bf16Case> run_bf16_cases(const Bf16Options& o) {
   fmt::print("bfloat16 products (autocast) on {} thread(s): the kernel {}; oneDNN {}\n", o.threads,

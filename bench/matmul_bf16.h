@@ -27,6 +27,8 @@ struct Bf16Case {
 };
 
 std::vector<Bf16Case> run_bf16_cases(const Bf16Options& options);
+// The size curve behind autocast's threshold (bench_matmul --bf16 --curve), printed.
+void run_bf16_curve(const Bf16Options& options);
 std::string bf16_cases_json(const std::vector<Bf16Case>& cases);
 
 }  // namespace sg::bench

@@ -2,8 +2,9 @@
 // dropout, the version to read first (nn::scaled_dot_product_attention runs it), and
 // fused_attention: the same math (no dropout) as one op where the backend has a kernel for it
 // (the fast CPU backend's), attention_composed where it has none. Under autocast
-// (autograd/autocast.h) every product reads bfloat16-rounded operands, in the kernel (its
-// `bfloat16`) or in the composed form's matmuls, and the node keeps that for its backward.
+// (autograd/autocast.h), where each head's products are large enough, every product reads
+// bfloat16-rounded operands, in the kernel (its `bfloat16`) or in the composed form's matmuls, and
+// the node keeps that for its backward.
 //   forward   P = masked_softmax(scale · q·kᵀ), out = P·v              (P: the weights)
 //   backward  dv = Pᵀ·g, dP = g·vᵀ, dS = scale · P ∘ (dP - Σ_s P ∘ dP), dq = dS·k, dk = dSᵀ·q
 // The weights are an output too (MultiheadAttention returns them); a loss that uses them sends
@@ -75,7 +76,9 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
   const Tensor m = mask.defined() ? detail::broadcast_view(mask.detach(), scores_shape) : Tensor();
   Tensor out = empty({B, T, H, Dv}, q.options()).transpose(1, 2);
   Tensor weights = empty(scores_shape, q.options());
-  const bool bfloat16 = autocast_applies(q.dtype());
+  // Each head's two products, Q·Kᵀ and P·V: T·S·Dh and T·S·Dv multiply-adds.
+  const bool bfloat16 =
+      autocast_applies(q.dtype(), q.device(), static_cast<double>(T * S) * std::max(Dh, Dv));
   if (!backend_for(q.device())
            .attention(q.detach(), k.detach(), v.detach(), m, scale, out, weights, bfloat16)) {
     return attention_composed(q, k, v, mask, scale);
@@ -88,7 +91,7 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
       "fused_attention", out, {q, k, v},
       [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
        sm = SavedTensor(m), scale, B, H, T, S, Dh, Dv, product_flops, bfloat16](const Tensor& g) {
-        const AutocastGuard autocast(kBFloat16, bfloat16);  // as in the forward
+        const AutocastAsRecorded autocast(bfloat16);  // as in the forward
         const Tensor &q_ = sq.get(), &k_ = sk.get(), &v_ = sv.get(), &p_ = sp.get();
         if (is_grad_enabled()) {  // create_graph: differentiate the composition
           return detail::composed_backward(
@@ -110,8 +113,8 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
       "fused_attention_weights", weights, {q, k},
       [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sp = SavedTensor(p),
        sm = SavedTensor(m), scale, bfloat16](const Tensor& g) {
-        const AutocastGuard autocast(kBFloat16, bfloat16);  // its products as in the forward
-        if (is_grad_enabled()) {  // create_graph: differentiate the composition
+        const AutocastAsRecorded autocast(bfloat16);  // its products as in the forward
+        if (is_grad_enabled()) {                      // create_graph: differentiate the composition
           return detail::composed_backward(
               [mask_ = sm.get(), v_ = sv.get().detach(), scale](const std::vector<Tensor>& in) {
                 return attention_composed(in[0], in[1], v_, mask_, scale).second;

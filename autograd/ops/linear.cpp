@@ -6,9 +6,10 @@
 // then records one node whose backward is the backend's too:
 //   dx = g·W  [rows, in],   dW = gᵀ·x  [out, in],   db = Σ_rows g  [out]
 // (x [rows, in] with its batch dims flattened, W [out, in], g = dL/dy [rows, out]).
-// Under autocast (autograd/autocast.h) the product reads x and W rounded to bfloat16 and is summed
-// onto the float32 bias (gemm_bfloat16 with accumulate); its backward products are bfloat16 ones
-// too (matmul under the recorded autocast state), db stays a float32 sum.
+// Under autocast (autograd/autocast.h), where the layer is large enough, the product reads x and W
+// rounded to bfloat16 and is summed onto the float32 bias (gemm_bfloat16 with accumulate); its
+// backward products are bfloat16 ones too (matmul under the recorded autocast state), db stays a
+// float32 sum.
 #include "autograd/ops/internal.h"
 
 namespace sg {
@@ -60,7 +61,8 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, C
   Backend& backend = backend_for(x.device());
   const Tensor x_rows = x.detach().reshape({n_rows, in});  // a view unless x's rows are scattered
   const Tensor out_rows = out.view({n_rows, out_features});
-  const bool bfloat16 = autocast_applies(x.dtype());
+  const bool bfloat16 = autocast_applies(
+      x.dtype(), x.device(), static_cast<double>(n_rows) * static_cast<double>(in * out_features));
   if (bfloat16) {  // out = bias, then out += x·Wᵀ, as [1, rows, ..] matrices
     auto matrix = [](const Tensor& m, int64_t rows_dim, int64_t cols_dim) {
       return detail::make_view(m, {1, m.size(rows_dim), m.size(cols_dim)},
@@ -88,7 +90,7 @@ Tensor fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, C
         if (is_grad_enabled() || bfloat16) {
           // create_graph, or autocast: the same three products as ops (recorded, on the saved x
           // and W, so the gradient differentiates again; bfloat16 ones as the forward's were).
-          const AutocastGuard autocast(kBFloat16, bfloat16);
+          const AutocastAsRecorded autocast(bfloat16);
           return Grads{need_dx ? matmul(g_rows, w_).view(x_shape) : Tensor(),
                        need_dw ? matmul(g_rows.t(), x_) : Tensor(),
                        need_db ? g_rows.sum(0) : Tensor()};

@@ -171,7 +171,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite site) {
   if (a.dim() > 1) out_shape.push_back(a_matrix.size(-2));  // M, unless a is a vector
   if (b.dim() > 1) out_shape.push_back(b_matrix.size(-1));  // N, unless b is a vector
   Tensor out = empty(out_shape, a.options());
-  const bool bfloat16 = autocast_applies(a.dtype());
+  const double work = static_cast<double>(a_matrix.size(-2)) *
+                      static_cast<double>(a_matrix.size(-1)) *
+                      static_cast<double>(b_matrix.size(-1));  // M·N·K of one product
+  const bool bfloat16 = autocast_applies(a.dtype(), a.device(), work);
   gemm_into(a_matrix, b_matrix, batch, as_matrix_result(out, a.dim(), b.dim()), bfloat16);
   if (!needs_graph({a, b})) {  // inference: save nothing, make no node (record only checks it)
     return record("matmul", out, {a, b}, [](const Tensor&) { return Grads{}; });
@@ -191,7 +194,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, CallSite site) {
        saved_b = need_da ? SavedTensor(b) : SavedTensor(), a_dim = a.dim(), b_dim = b.dim(),
        need_da, need_db, b_transposed, bfloat16](const Tensor& g) -> Grads {
         // The backward products in bfloat16 too if the forward's were (autocast).
-        const AutocastGuard autocast(kBFloat16, bfloat16);
+        const AutocastAsRecorded autocast(bfloat16);
         // --8<-- [start:ex04.matmul_backward]
         // create_graph: the vector-to-matrix views become recorded ones, so that the
         // gradient's graph reaches g and the saved operands through them.

@@ -1,6 +1,7 @@
 // Autocast (autograd/autocast.h): which products read bfloat16 operands, forward and backward, on
 // both CPU backends; the bound on their error; what stays float32; PyTorch's torch.autocast
-// goldens; and float64 gradchecks, which autocast leaves exact.
+// goldens; float64 gradchecks, which autocast leaves exact; and the CPU's size threshold, below
+// which products stay float32.
 #include <cmath>
 #include <tuple>
 
@@ -13,7 +14,14 @@ namespace {
 using testing::bfloat16_rounded;
 using testing::within_float32_summation;
 
-TEST(AutocastTest, GuardSetsAndRestoresTheState) {
+// The products of these tests are small, so they run every product in bfloat16 (a threshold of
+// 0, torch.autocast's rule); the threshold has tests of its own below.
+class AutocastTest : public ::testing::Test {
+ private:
+  AutocastCpuMinProductGuard every_product_{0};
+};
+
+TEST_F(AutocastTest, GuardSetsAndRestoresTheState) {
   EXPECT_FALSE(is_autocast_enabled());
   {
     AutocastGuard outer(kBFloat16);
@@ -24,8 +32,8 @@ TEST(AutocastTest, GuardSetsAndRestoresTheState) {
       EXPECT_FALSE(is_autocast_enabled());
     }
     EXPECT_TRUE(is_autocast_enabled());
-    EXPECT_TRUE(autocast_applies(kFloat32));
-    EXPECT_FALSE(autocast_applies(kFloat64));
+    EXPECT_TRUE(autocast_applies(kFloat32, kCPU, 1.0));
+    EXPECT_FALSE(autocast_applies(kFloat64, kCPU, 1e9));
   }
   EXPECT_FALSE(is_autocast_enabled());
   EXPECT_SG_ERROR(AutocastGuard(kFloat32),
@@ -35,7 +43,7 @@ TEST(AutocastTest, GuardSetsAndRestoresTheState) {
 
 // On the reference kernels the bfloat16 product IS the float32 product of the rounded operands:
 // the same bits.
-TEST(AutocastTest, ReferenceProductIsTheFloat32ProductOfRoundedOperands) {
+TEST_F(AutocastTest, ReferenceProductIsTheFloat32ProductOfRoundedOperands) {
   CpuKernelsGuard reference(CpuKernels::Reference);
   manual_seed(1);
   const Tensor a = randn({2, 5, 19}), b = randn({19, 7});
@@ -71,12 +79,12 @@ void check_products_under_autocast() {
   EXPECT_TRUE(testing::tensors_near(matmul(a64, b64), exact, 0, 0));
 }
 
-TEST(AutocastTest, ProductsReadRoundedOperandsOnTheReferenceKernels) {
+TEST_F(AutocastTest, ProductsReadRoundedOperandsOnTheReferenceKernels) {
   CpuKernelsGuard reference(CpuKernels::Reference);
   check_products_under_autocast();
 }
 
-TEST(AutocastTest, ProductsReadRoundedOperandsOnTheFastKernels) {
+TEST_F(AutocastTest, ProductsReadRoundedOperandsOnTheFastKernels) {
   CpuKernelsGuard fast(CpuKernels::Fast);
   testing::at_every_cpu_feature_level(check_products_under_autocast);
 }
@@ -108,14 +116,14 @@ void check_backward_remembers_autocast() {
   EXPECT_FALSE(within_float32_summation(c.grad(), rg, rb.t()));
 }
 
-TEST(AutocastTest, BackwardRemembersTheForwardsAutocast) {
+TEST_F(AutocastTest, BackwardRemembersTheForwardsAutocast) {
   for (const CpuKernels kernels : {CpuKernels::Reference, CpuKernels::Fast}) {
     CpuKernelsGuard guard(kernels);
     check_backward_remembers_autocast();
   }
 }
 
-TEST(AutocastTest, LinearAndItsGradientsUnderAutocast) {
+TEST_F(AutocastTest, LinearAndItsGradientsUnderAutocast) {
   manual_seed(4);
   Tensor x = randn({4, 3, 40}).requires_grad_(true), w = randn({11, 40}).requires_grad_(true),
          bias = randn({11}).requires_grad_(true);
@@ -132,7 +140,7 @@ TEST(AutocastTest, LinearAndItsGradientsUnderAutocast) {
   EXPECT_TRUE(testing::tensors_near(bias.grad(), g.sum({0, 1}), 1e-5, 1e-5));
 }
 
-TEST(AutocastTest, OnlyProductsChange) {
+TEST_F(AutocastTest, OnlyProductsChange) {
   manual_seed(5);
   const Tensor x = randn({3, 8}), mask = randn({3, 8}) > 0.0;
   Tensor softmax_plain = softmax(x, -1), layer_norm_plain = fused_layer_norm(x, {8});
@@ -190,7 +198,7 @@ void check_attention_under_autocast(int64_t T, int64_t S, int64_t Dh, bool keys_
   EXPECT_LT(relative(k.grad(), ck.grad()), 5e-3);
 }
 
-TEST(AutocastTest, FusedAttentionRoundsEveryProductsOperands) {
+TEST_F(AutocastTest, FusedAttentionRoundsEveryProductsOperands) {
   for (const CpuKernels kernels : {CpuKernels::Reference, CpuKernels::Fast}) {
     CpuKernelsGuard guard(kernels);
     testing::at_every_cpu_feature_level([] {
@@ -202,7 +210,7 @@ TEST(AutocastTest, FusedAttentionRoundsEveryProductsOperands) {
   }
 }
 
-TEST(AutocastTest, MatchesPyTorchAutocastOnCpu) {
+TEST_F(AutocastTest, MatchesPyTorchAutocastOnCpu) {
   for (const char* name : {"matmul_autocast", "matmul_autocast_batched"}) {
     SCOPED_TRACE(name);
     const auto& c = testing::golden("bfloat16", name);
@@ -233,12 +241,82 @@ TEST(AutocastTest, MatchesPyTorchAutocastOnCpu) {
   }
 }
 
-TEST(AutocastTest, Float64GradchecksHoldInsideAutocast) {
+TEST_F(AutocastTest, Float64GradchecksHoldInsideAutocast) {
   AutocastGuard autocast(kBFloat16);
   const Tensor a = testing::random_leaf({3, 4}, 1), b = testing::random_leaf({4, 2}, 2);
   const Tensor w = testing::random_leaf({5, 4}, 3), bias = testing::random_leaf({5}, 4);
   EXPECT_GRADCHECK([](const auto& in) { return matmul(in[0], in[1]); }, {a, b});
   EXPECT_GRADCHECK([](const auto& in) { return fused_linear(in[0], in[1], in[2]); }, {a, w, bias});
+}
+
+// The CPU's threshold: a product below it stays float32 (the same bits as outside autocast), one
+// at it reads rounded operands; a batch is judged by each product; the backward follows the
+// forward's choice whatever its own products' sizes; and the guard puts the threshold back.
+void check_threshold(CpuKernels kernels) {
+  const CpuKernelsGuard guard(kernels);
+  manual_seed(6);
+  // [64, 128]·[128, 1024] is exactly 2^23 multiply-adds; one row fewer is below.
+  const Tensor a = randn({64, 128}), b = randn({128, 1024});
+  const Tensor small_a = a.narrow(0, 0, 63);
+  Tensor large, small, batched;
+  {
+    AutocastGuard autocast(kBFloat16);
+    EXPECT_EQ(autocast_cpu_min_product(), kAutocastCpuMinProduct);
+    EXPECT_TRUE(autocast_applies(kFloat32, kCPU, double(kAutocastCpuMinProduct)));
+    EXPECT_FALSE(autocast_applies(kFloat32, kCPU, double(kAutocastCpuMinProduct) - 1));
+    EXPECT_TRUE(autocast_applies(kFloat32, Device::cuda(0), 1.0));  // no GPU threshold
+    large = matmul(a, b);
+    small = matmul(small_a, b);
+    batched = matmul(stack({small_a, small_a}), b);  // twice the work, each product below
+  }
+  EXPECT_TRUE(within_float32_summation(large, bfloat16_rounded(a), bfloat16_rounded(b)));
+  EXPECT_TRUE(testing::tensors_near(small, matmul(small_a, b), 0, 0));
+  EXPECT_TRUE(testing::tensors_near(batched.select(0, 1), matmul(small_a, b), 0, 0));
+  // A small Linear layer, forward and backward, is float32's to the bit.
+  Tensor x = randn({10, 32}).requires_grad_(true), w = randn({32, 32}).requires_grad_(true);
+  const Tensor bias = randn({32}), g = randn({10, 32});
+  Tensor y;
+  {
+    AutocastGuard autocast(kBFloat16);
+    y = fused_linear(x, w, bias);
+  }
+  y.backward(g);
+  const Tensor dx = x.grad(), dw = w.grad();
+  x.set_grad(Tensor());
+  w.set_grad(Tensor());
+  const Tensor y32 = fused_linear(x, w, bias);
+  y32.backward(g);
+  EXPECT_TRUE(testing::tensors_near(y, y32, 0, 0));
+  EXPECT_TRUE(testing::tensors_near(dx, x.grad(), 0, 0));
+  EXPECT_TRUE(testing::tensors_near(dw, w.grad(), 0, 0));
+}
+
+TEST(AutocastThreshold, SmallCpuProductsStayFloat32) {
+  check_threshold(CpuKernels::Reference);
+  check_threshold(CpuKernels::Fast);
+}
+
+TEST(AutocastThreshold, TheBackwardFollowsTheForwardsChoice) {
+  manual_seed(7);
+  // A small product run in bfloat16 (a threshold of 0 in the forward), its backward outside the
+  // guard, under the default threshold: dA = G·Bᵀ and dB = Aᵀ·G still read rounded operands.
+  Tensor a = randn({3, 5}).requires_grad_(true), b = randn({5, 4}).requires_grad_(true);
+  const Tensor g = randn({3, 4});
+  Tensor y;
+  {
+    AutocastGuard autocast(kBFloat16);
+    AutocastCpuMinProductGuard every_product(0);
+    EXPECT_EQ(autocast_cpu_min_product(), 0);
+    y = matmul(a, b);
+  }
+  EXPECT_EQ(autocast_cpu_min_product(), kAutocastCpuMinProduct);
+  y.backward(g);
+  const Tensor rg = bfloat16_rounded(g);
+  EXPECT_TRUE(within_float32_summation(a.grad(), rg, bfloat16_rounded(b.detach()).t()));
+  EXPECT_TRUE(within_float32_summation(b.grad(), bfloat16_rounded(a.detach()).t(), rg));
+  EXPECT_FALSE(testing::tensors_near(a.grad(), matmul(g, b.detach().t()), 1e-6, 1e-6));
+  EXPECT_SG_ERROR(AutocastCpuMinProductGuard(-1),
+                  "AutocastCpuMinProductGuard: the threshold counts multiply-adds, got -1");
 }
 
 }  // namespace

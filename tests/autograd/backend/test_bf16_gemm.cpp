@@ -161,6 +161,7 @@ TEST(BackendBf16Gemm, OpsUnderAutocastAtEveryFeatureLevel) {
   CpuKernelsGuard fast(CpuKernels::Fast);
   testing::at_every_cpu_feature_level([&] {
     AutocastGuard autocast(kBFloat16);
+    AutocastCpuMinProductGuard every_product(0);  // 200 x 96 x 200 is below the threshold
     EXPECT_TRUE(within_float32_summation(matmul(x, w.t()), rx, rw.t()));
     EXPECT_TRUE(
         within_float32_summation(fused_linear(x, w, bias), rx, rw.t(), bias.expand({4, 50, 200})));
