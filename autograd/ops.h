@@ -242,6 +242,18 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
                   double eps, double weight_decay, bool decoupled_weight_decay,
                   CallSite site = CallSite::current());
 
+// Adam's step on several parameters at once (torch.optim.Adam(foreach=True)), each with its own
+// gradient, moments and step count (from 1): adam_update_ on each, with the same bits, in one
+// pass over all of them where the backend has the kernel (the fast CPU backend: one job for the
+// thread pool rather than one per parameter), one by one elsewhere. One device for all.
+struct AdamParameter {
+  Tensor param, grad, exp_avg, exp_avg_sq;
+  int64_t step = 0;
+};
+void adam_update_foreach_(const std::vector<AdamParameter>& parameters, double lr, double beta1,
+                          double beta2, double eps, double weight_decay,
+                          bool decoupled_weight_decay, CallSite site = CallSite::current());
+
 // ---- losses: ops/cross_entropy.cpp ----
 // logits [..., C], target int64 [...] of class indices (the class dim is LAST; for [N, C] this is
 // torch's F.cross_entropy). -Σ_c q_c log softmax(logits)_c per row, with

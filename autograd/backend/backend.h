@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
+#include "autograd/backend/adam_step_scalars.h"
 #include "autograd/backend/kernel_names.h"
 #include "autograd/cpu_kernels.h"
 #include "autograd/tensor.h"
@@ -186,6 +188,19 @@ class Backend {
                            double /*beta1*/, double /*beta2*/, double /*eps*/,
                            double /*weight_decay*/, bool /*decoupled_weight_decay*/,
                            int64_t /*step*/) {
+    return false;
+  }
+  // One Adam step on several parameters at once (sg::adam_update_foreach_): each entry's param,
+  // grad, exp_avg and exp_avg_sq contiguous, of one shape and dtype, with its own step's scalars;
+  // one device for all. A kernel makes one pass over all of them, with the same bits as
+  // adam_update on each.
+  struct AdamTensors {
+    Tensor param, grad, exp_avg, exp_avg_sq;
+    AdamStepScalars scalars;
+  };
+  virtual bool adam_update_foreach(const std::vector<AdamTensors>& /*parameters*/, double /*beta1*/,
+                                   double /*beta2*/, double /*eps*/, double /*weight_decay*/,
+                                   bool /*decoupled_weight_decay*/) {
     return false;
   }
   // The same with what changes between steps read from the device: step_scalars (float64 [3],

@@ -137,16 +137,16 @@ Tensor& Tensor::normal_(double mean, double std) {
 namespace {
 
 void check_adam_arguments(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                          const Tensor& exp_avg_sq) {
+                          const Tensor& exp_avg_sq, const char* op = "adam_update_") {
   Tensor p = param;
-  check_inplace("adam_update_", p, grad);
-  detail::check_not_bfloat16("adam_update_", {param, grad, exp_avg, exp_avg_sq});
+  check_inplace(op, p, grad);
+  detail::check_not_bfloat16(op, {param, grad, exp_avg, exp_avg_sq});
   for (const Tensor* t : {&grad, &exp_avg, &exp_avg_sq}) {
     SG_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(),
-             "adam_update_: gradient and moments must be {} of shape {}, got {} of shape {}",
+             "{}: gradient and moments must be {} of shape {}, got {} of shape {}", op,
              param.dtype(), param.shape(), t->dtype(), t->shape());
   }
-  detail::check_same_device("adam_update_", {param, grad, exp_avg, exp_avg_sq});
+  detail::check_same_device(op, {param, grad, exp_avg, exp_avg_sq});
 }
 
 bool contiguous_state(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_avg_sq) {
@@ -209,6 +209,41 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
   }
   if (max_exp_avg_sq.defined()) max_exp_avg_sq.impl()->storage->bump_version();
   bump_versions(param, exp_avg, exp_avg_sq);
+}
+
+void adam_update_foreach_(const std::vector<AdamParameter>& parameters, double lr, double beta1,
+                          double beta2, double eps, double weight_decay,
+                          bool decoupled_weight_decay, CallSite site) {
+  const CallSiteScope call_site(site);
+  SG_PROFILE_OP("adam_update_foreach_");
+  if (parameters.empty()) return;
+  const Device device = parameters.front().param.device();
+  std::vector<Backend::AdamTensors> fused;
+  std::vector<const AdamParameter*> one_by_one;  // state that is not contiguous
+  for (const AdamParameter& a : parameters) {
+    check_adam_arguments(a.param, a.grad, a.exp_avg, a.exp_avg_sq, "adam_update_foreach_");
+    SG_CHECK(a.param.device() == device,
+             "adam_update_foreach_: every parameter must be on one device, got {} and {}", device,
+             a.param.device());
+    SG_CHECK(a.step >= 1, "adam_update_foreach_: step counts from 1, got {}", a.step);
+    if (contiguous_state(a.param, a.exp_avg, a.exp_avg_sq)) {
+      fused.push_back({a.param, a.grad.contiguous(), a.exp_avg, a.exp_avg_sq,
+                       adam_step_scalars(lr, beta1, beta2, weight_decay, a.step)});
+    } else {
+      one_by_one.push_back(&a);
+    }
+  }
+  if (!fused.empty() && backend_for(device).adam_update_foreach(
+                            fused, beta1, beta2, eps, weight_decay, decoupled_weight_decay)) {
+    for (const Backend::AdamTensors& t : fused) bump_versions(t.param, t.exp_avg, t.exp_avg_sq);
+  } else {
+    one_by_one.clear();
+    for (const AdamParameter& a : parameters) one_by_one.push_back(&a);
+  }
+  for (const AdamParameter* a : one_by_one) {
+    adam_update_(a->param, a->grad, a->exp_avg, a->exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
+                 decoupled_weight_decay, a->step);
+  }
 }
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,

@@ -69,6 +69,25 @@ void Adam::update(size_t i, Tensor& param, const Tensor& grad) {
                o.amsgrad ? buffer("max_exp_avg_sq", i) : Tensor());
 }
 
+void Adam::update_all(const std::vector<size_t>& updated) {
+  std::vector<std::vector<AdamParameter>> by_group(group_options_.size());
+  for (const size_t i : updated) {
+    const size_t group = group_of(i);
+    Tensor param = params()[i];
+    if (group_options_[group].amsgrad || param.device() != params()[updated.front()].device()) {
+      update(i, param, param.grad());
+    } else {
+      by_group[group].push_back(
+          {param, param.grad(), buffer("exp_avg", i), buffer("exp_avg_sq", i), param_step(i)});
+    }
+  }
+  for (size_t group = 0; group < by_group.size(); ++group) {
+    const AdamOptions& o = group_options_[group];
+    adam_update_foreach_(by_group[group], lr(group), o.betas.first, o.betas.second, o.eps,
+                         o.weight_decay, decoupled_weight_decay_);
+  }
+}
+
 void Adam::capture_updates(const std::vector<size_t>& updated) {
   for (const size_t i : updated) {
     SG_CHECK(!group_options_[group_of(i)].amsgrad,

@@ -65,6 +65,8 @@ class Adam : public Optimizer {
  protected:
   Adam(std::string name, std::vector<AdamParamGroup> groups, AdamOptions defaults, bool decoupled);
   void update(size_t i, Tensor& param, const Tensor& grad) override;
+  // Each group's parameters in one adam_update_foreach_ (AMSGrad's one by one).
+  void update_all(const std::vector<size_t>& updated) override;
   // CUDA graphs: the fused update reading each parameter's AdamStepScalars (the lr and the step's
   // bias corrections) from a device table that before_replay rewrites.
   void capture_updates(const std::vector<size_t>& updated) override;

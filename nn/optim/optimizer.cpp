@@ -87,17 +87,22 @@ void Optimizer::step() {
   SG_CHECK(step_count_ < kMaxStepCount, "{}.step: the step count is at its limit, 2^53 = {}", name_,
            kMaxStepCount);
   ++step_count_;
+  std::vector<size_t> updated;
   for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor grad = params_[i].grad();
-    if (!grad.defined()) continue;
+    if (!params_[i].grad().defined()) continue;
     if (param_steps_[i] == 0) {
       for (const std::string& b : groups_[group_of_[i]].buffer_names) {
         buffers_[b][i] = zeros_like(params_[i]);
       }
     }
     ++param_steps_[i];
-    update(i, params_[i], grad);
+    updated.push_back(i);
   }
+  update_all(updated);
+}
+
+void Optimizer::update_all(const std::vector<size_t>& updated) {
+  for (const size_t i : updated) update(i, params_[i], params_[i].grad());
 }
 
 // In a CUDA graph capture nothing runs yet: the updates are recorded, and the host part of the step

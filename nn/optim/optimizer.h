@@ -89,6 +89,10 @@ class Optimizer {
   // Updates parameter i (in place) from its gradient. Runs under NoGradGuard, after
   // param_step(i) was incremented: it is 1 at the parameter's first update.
   virtual void update(size_t i, Tensor& param, const Tensor& grad) = 0;
+  // Updates the parameters `updated` (those with a gradient, in order), each after its
+  // param_step was incremented: update() on each, unless a subclass updates them together (Adam's
+  // multi-tensor step).
+  virtual void update_all(const std::vector<size_t>& updated);
   // Parameter i's state tensor `name` (one of its group's buffer_names), zeros like the parameter.
   Tensor& buffer(const std::string& name, size_t i);
   int64_t param_step(size_t i) const { return param_steps_[i]; }

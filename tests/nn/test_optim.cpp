@@ -1,6 +1,7 @@
 // Tests for nn/optim/: SGD, Adam and AdamW against three steps of torch.optim on the same
 // parameters and gradients, the Optimizer base (skipping, zero_grad, lr), checkpoint state, and
 // clip_grad_norm_ against torch.nn.utils.
+#include <array>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -132,6 +133,62 @@ TEST(AdamFusedUpdate, ChecksItsArguments) {
   EXPECT_SG_ERROR(adam_update_(leaf, zeros({3}), m, v, 0.1, 0.9, 0.99, 1e-8, 0, false, 1),
                   "adam_update_: cannot change a tensor of shape [3] in place while it");
   set_grad_enabled(false);
+}
+
+// The multi-tensor step gives each parameter the bits adam_update_ gives it alone: parameters of
+// many sizes (one of a single element, some spanning the pool's grains), each at its own step
+// count, one whose state is not contiguous (updated alone), on both kernels and in float64.
+TEST(AdamFusedUpdate, ForeachGivesEachParameterItsOwnUpdate) {
+  NoGradGuard no_grad;
+  for (const CpuKernels kernels : {CpuKernels::Fast, CpuKernels::Reference}) {
+    for (const DType dtype : {kFloat32, kFloat64}) {
+      for (const bool decoupled : {false, true}) {
+        const CpuKernelsGuard guard(kernels);
+        manual_seed(8);
+        std::vector<AdamParameter> together;
+        std::vector<std::array<Tensor, 4>> alone;
+        int64_t step = 1;
+        for (const Shape& shape : std::vector<Shape>{{1}, {3000}, {97, 130}, {5, 7}, {20000}}) {
+          Tensor p = randn(shape).to(dtype), g = randn(shape).to(dtype);
+          Tensor m = randn(shape).to(dtype).abs(), v = randn(shape).to(dtype).abs();
+          together.push_back({p, g, m, v, step});
+          alone.push_back({p.clone(), g, m.clone(), v.clone()});
+          step += 2;
+        }
+        // Moments laid out transposed: not contiguous.
+        Tensor pt = randn({4, 6}).to(dtype), gt = randn({4, 6}).to(dtype);
+        Tensor mt = zeros({6, 4}, dtype).t(), vt = zeros({6, 4}, dtype).t();
+        together.push_back({pt, gt, mt, vt, 1});
+        alone.push_back({pt.clone(), gt, zeros({6, 4}, dtype).t(), zeros({6, 4}, dtype).t()});
+        adam_update_foreach_(together, 0.01, 0.9, 0.98, 1e-9, 0.1, decoupled);
+        for (size_t i = 0; i < alone.size(); ++i) {
+          auto& [p, g, m, v] = alone[i];
+          adam_update_(p, g, m, v, 0.01, 0.9, 0.98, 1e-9, 0.1, decoupled, together[i].step);
+          const std::string where =
+              fmt::format("parameter {} {} decoupled {}", i, dtype, decoupled);
+          EXPECT_TRUE(tensors_near(together[i].param, p, 0, 0)) << where;
+          EXPECT_TRUE(tensors_near(together[i].exp_avg, m, 0, 0)) << where;
+          EXPECT_TRUE(tensors_near(together[i].exp_avg_sq, v, 0, 0)) << where;
+        }
+      }
+    }
+  }
+}
+
+TEST(AdamFusedUpdate, ForeachChecksEveryParameterBeforeChangingAny) {
+  NoGradGuard no_grad;
+  Tensor p = ones({3}), m = zeros({3}), v = zeros({3});
+  const std::vector<AdamParameter> bad_step{{p, ones({3}), m, v, 1}, {p, ones({3}), m, v, 0}};
+  EXPECT_SG_ERROR(adam_update_foreach_(bad_step, 0.1, 0.9, 0.99, 1e-8, 0, false),
+                  "adam_update_foreach_: step counts from 1, got 0");
+  EXPECT_TRUE(tensors_near(p, ones({3}), 0, 0));  // the first parameter was not updated
+  const std::vector<AdamParameter> bad_shape{{p, ones({3}), m, v, 1},
+                                             {p, ones({3}), m, zeros({4}), 1}};
+  EXPECT_SG_ERROR(adam_update_foreach_(bad_shape, 0.1, 0.9, 0.99, 1e-8, 0, false),
+                  "adam_update_foreach_: gradient and moments must be float32 of shape [3], got "
+                  "float32 of shape [4]");
+  EXPECT_TRUE(tensors_near(p, ones({3}), 0, 0));
+  adam_update_foreach_({}, 0.1, 0.9, 0.99, 1e-8, 0, false);  // nothing to do
 }
 
 TEST(OptimBase, SkipsParametersWithoutGradient) {

@@ -67,6 +67,9 @@ class FastCpuBackend : public CpuBackend {
                    const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                    double weight_decay, bool decoupled_weight_decay,
                    int64_t step) override;  // adam.cpp
+  bool adam_update_foreach(const std::vector<AdamTensors>& parameters, double beta1, double beta2,
+                           double eps, double weight_decay,
+                           bool decoupled_weight_decay) override;  // adam.cpp
 };
 
 }  // namespace sg::cpu
