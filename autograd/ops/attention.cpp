@@ -76,9 +76,13 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
   const Tensor m = mask.defined() ? detail::broadcast_view(mask.detach(), scores_shape) : Tensor();
   Tensor out = empty({B, T, H, Dv}, q.options()).transpose(1, 2);
   Tensor weights = empty(scores_shape, q.options());
-  // Each head's two products, Q·Kᵀ and P·V: T·S·Dh and T·S·Dv multiply-adds.
-  const bool bfloat16 =
-      autocast_applies(q.dtype(), q.device(), static_cast<double>(T * S) * std::max(Dh, Dv));
+  // Each head's two products, Q·Kᵀ and P·V: T·S·Dh and T·S·Dv multiply-adds. The kernels round
+  // both or neither; where autocast's size threshold falls between the two, the composed form
+  // (whose matmuls decide one by one) runs instead, as on the reference kernels.
+  const bool bfloat16 = autocast_applies(q.dtype(), q.device(), static_cast<double>(T * S * Dh));
+  if (bfloat16 != autocast_applies(q.dtype(), q.device(), static_cast<double>(T * S * Dv))) {
+    return attention_composed(q, k, v, mask, scale);
+  }
   if (!backend_for(q.device())
            .attention(q.detach(), k.detach(), v.detach(), m, scale, out, weights, bfloat16)) {
     return attention_composed(q, k, v, mask, scale);

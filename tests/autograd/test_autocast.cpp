@@ -296,6 +296,25 @@ TEST(AutocastThreshold, SmallCpuProductsStayFloat32) {
   check_threshold(CpuKernels::Fast);
 }
 
+// Attention's two products per head, Q·Kᵀ (T·S·Dh) and P·V (T·S·Dv): where the threshold falls
+// between them, fused_attention gives what the composed form gives (Q·Kᵀ rounded, P·V not), as
+// the reference kernels do.
+TEST(AutocastThreshold, AttentionWithTheThresholdBetweenItsProducts) {
+  const CpuKernelsGuard fast(CpuKernels::Fast);
+  manual_seed(8);
+  // 512 x 512 x 32 = 2^23 multiply-adds for Q·Kᵀ, half that for P·V.
+  const Tensor q = randn({1, 1, 512, 32}), k = randn({1, 1, 512, 32}), v = randn({1, 1, 512, 16});
+  AutocastGuard autocast(kBFloat16);
+  const auto [out, weights] = fused_attention(q, k, v, Tensor(), 0.125);
+  const auto [composed_out, composed_weights] = attention_composed(q, k, v, Tensor(), 0.125);
+  EXPECT_TRUE(testing::tensors_near(out, composed_out, 0, 0));
+  EXPECT_TRUE(testing::tensors_near(weights, composed_weights, 0, 0));
+  // And the composed form did round Q·Kᵀ: its weights are not float32's.
+  AutocastGuard off(kBFloat16, false);
+  EXPECT_FALSE(testing::tensors_near(weights, attention_composed(q, k, v, Tensor(), 0.125).second,
+                                     1e-7, 1e-7));
+}
+
 TEST(AutocastThreshold, TheBackwardFollowsTheForwardsChoice) {
   manual_seed(7);
   // A small product run in bfloat16 (a threshold of 0 in the forward), its backward outside the
