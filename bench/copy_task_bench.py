@@ -2,8 +2,10 @@
 """The driver of run_copy_task_bench.sh (which builds what it needs and finds the Pythons): every
 side in its own best settings, then side by side in rounds, then one table.
 
-1. Settings. Each side's candidate settings run a short timed run per config; the fastest is that
-   side's setting for the config, printed and kept in the JSON. PyTorch: 1 or 2 threads, the
+1. Settings. Each side's candidate settings run a short timed run per config, all candidates in
+   turn and then all again (one probe each on a busy machine once picked a thread count from a
+   neighbour's burst); a candidate's faster probe counts, and the fastest candidate is that side's
+   setting for the config, printed and kept in the JSON. PyTorch: 1 or 2 threads, the
    OpenMP wait policy left to its default or PASSIVE (idle threads sleep instead of spinning), and
    (PyTorch >= 2) the attention written out or F.scaled_dot_product_attention. scratchgrad: 1 or 2
    threads.
@@ -69,12 +71,14 @@ class Side:
         return {"OMP_NUM_THREADS": t, "OPENBLAS_NUM_THREADS": t, "SCRATCHGRAD_NUM_THREADS": t,
                 "OMP_WAIT_POLICY": setting.get("wait_policy")}
 
-    def tune(self, config, tmp):
-        results = []
-        for i, s in enumerate(self.candidates):
-            r = run(self.command(config, s, TUNE_STEPS[config]), self.env(s),
-                    f"{tmp}/tune.{self.name}.{config}.{i}.json")
-            results.append((s, r["median_ms"]))
+    def tune(self, config, tmp, passes=2):
+        probes = [[] for _ in self.candidates]
+        for p in range(passes):  # every candidate in turn, then again
+            for i, s in enumerate(self.candidates):
+                r = run(self.command(config, s, TUNE_STEPS[config]), self.env(s),
+                        f"{tmp}/tune.{self.name}.{config}.{i}.{p}.json")
+                probes[i].append(r["median_ms"])
+        results = [(s, min(times)) for s, times in zip(self.candidates, probes)]
         self.tuning[config] = results
         self.best[config] = min(results, key=lambda x: x[1])[0]
 
