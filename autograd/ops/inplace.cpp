@@ -218,8 +218,7 @@ void adam_update_foreach_(const std::vector<AdamParameter>& parameters, double l
   SG_PROFILE_OP("adam_update_foreach_");
   if (parameters.empty()) return;
   const Device device = parameters.front().param.device();
-  std::vector<Backend::AdamTensors> fused;
-  std::vector<const AdamParameter*> one_by_one;  // state that is not contiguous
+  std::vector<Backend::AdamTensors> fused;  // the parameters whose state is contiguous
   for (const AdamParameter& a : parameters) {
     check_adam_arguments(a.param, a.grad, a.exp_avg, a.exp_avg_sq, "adam_update_foreach_");
     SG_CHECK(a.param.device() == device,
@@ -229,20 +228,19 @@ void adam_update_foreach_(const std::vector<AdamParameter>& parameters, double l
     if (contiguous_state(a.param, a.exp_avg, a.exp_avg_sq)) {
       fused.push_back({a.param, a.grad.contiguous(), a.exp_avg, a.exp_avg_sq,
                        adam_step_scalars(lr, beta1, beta2, weight_decay, a.step)});
-    } else {
-      one_by_one.push_back(&a);
     }
   }
-  if (!fused.empty() && backend_for(device).adam_update_foreach(
-                            fused, beta1, beta2, eps, weight_decay, decoupled_weight_decay)) {
+  const bool fused_done =
+      !fused.empty() && backend_for(device).adam_update_foreach(
+                            fused, beta1, beta2, eps, weight_decay, decoupled_weight_decay);
+  if (fused_done) {
     for (const Backend::AdamTensors& t : fused) bump_versions(t.param, t.exp_avg, t.exp_avg_sq);
-  } else {
-    one_by_one.clear();
-    for (const AdamParameter& a : parameters) one_by_one.push_back(&a);
   }
-  for (const AdamParameter* a : one_by_one) {
-    adam_update_(a->param, a->grad, a->exp_avg, a->exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
-                 decoupled_weight_decay, a->step);
+  // What the kernel did not take, one parameter at a time: the same arithmetic, the same bits.
+  for (const AdamParameter& a : parameters) {
+    if (fused_done && contiguous_state(a.param, a.exp_avg, a.exp_avg_sq)) continue;
+    adam_update_(a.param, a.grad, a.exp_avg, a.exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
+                 decoupled_weight_decay, a.step);
   }
 }
 
