@@ -67,13 +67,18 @@ class Scratch {
 
 thread_local Scratch scratch_a, scratch_b;
 
-// One product's operands, packed: a in panels of Tile::kRows rows, b in panels of Tile::kCols
-// columns, each panel `pairs` pairs of k deep.
+// One product's operands, packed: b in panels of Tile::kCols columns, each panel `pairs` pairs of
+// k deep; a in rows of pairs where its rows are contiguous along k (a_rows: pack_rows), else in
+// panels of Tile::kRows rows. Either way a's rows [i, i + kRows) start at a + i * pairs.
 struct Packed {
   const Pair* a;
   const Pair* b;
   int64_t M, N, pairs;
+  bool a_rows;
 };
+
+// Whether a is packed as rows of pairs (bf16::pack_rows): each of its rows contiguous along k.
+bool a_in_rows(const StridedMatrices& ma) { return ma.col_stride == 1; }
 
 int64_t panels(int64_t n, int64_t width) { return (n + width - 1) / width; }
 
@@ -85,7 +90,16 @@ void pack_panels(const float* a, const float* b, const StridedMatrices& ma,
   constexpr int64_t R = Tile::kRows, C = Tile::kCols;
   const int64_t pairs = (K + 1) / 2, a_panels = panels(M, R);
   for (int64_t panel = first; panel < last; ++panel) {
-    if (panel < a_panels) {
+    if (panel < a_panels && a_in_rows(ma)) {
+      const int64_t r = panel * R;
+      bf16::pack_rows<R>(a + r * ma.row_stride, ma.row_stride, std::min(R, M - r), K,
+                         pa + r * pairs);
+    } else if (panel < a_panels && ma.row_stride == 1) {  // a transposed: 48 rows at a time
+      const int64_t r = panel * R;
+      const int64_t count = std::min({48 / R, last - panel, a_panels - panel});
+      bf16::pack_transposed_panels<R>(a + r, ma.col_stride, M - r, K, count, pa + r * pairs);
+      panel += count - 1;
+    } else if (panel < a_panels) {
       const int64_t r = panel * R;
       bf16::pack_panel<R>(a + r * ma.row_stride, ma.row_stride, ma.col_stride, std::min(R, M - r),
                           K, pa + panel * pairs * R);
@@ -112,9 +126,15 @@ void tiles(const Packed& p, float* c, int64_t r0, int64_t r1, int64_t c0, int64_
       for (int64_t j = c0; j < c1; j += C) {
         const Pair* b_panel = p.b + (j / C) * p.pairs * C + p0 * C;
         for (int64_t i = i0; i < i1; i += R) {
-          const Pair* a_panel = p.a + (i / R) * p.pairs * R + p0 * R;
-          bf16::tile<R, Tile::kVectors>(depth, a_panel, b_panel, c + i * p.N + j, p.N,
-                                        std::min(R, p.M - i), std::min(C, p.N - j), load_c);
+          float* c_tile = c + i * p.N + j;
+          const int64_t rows = std::min(R, p.M - i), cols = std::min(C, p.N - j);
+          if (p.a_rows) {
+            bf16::tile<R, Tile::kVectors, 1>(depth, p.a + i * p.pairs + p0, p.pairs, b_panel,
+                                             c_tile, p.N, rows, cols, load_c);
+          } else {
+            bf16::tile<R, Tile::kVectors, R>(depth, p.a + i * p.pairs + p0 * R, 1, b_panel, c_tile,
+                                             p.N, rows, cols, load_c);
+          }
         }
       }
     }
@@ -135,7 +155,7 @@ void large_product(int64_t M, int64_t N, int64_t K, const float* a, const Stride
   parallel_for(a_panels + b_panels, grain, [&](int64_t lo, int64_t hi) {
     pack_panels<Tile>(a, b, ma, mb, M, N, K, pa, pb, lo, hi);
   });
-  const Packed packed{pa, pb, M, N, pairs};
+  const Packed packed{pa, pb, M, N, pairs, a_in_rows(ma)};
   const double work = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const bool by_rows = a_panels >= b_panels;
   const int64_t units = by_rows ? a_panels : b_panels;
@@ -161,7 +181,7 @@ void small_product(int64_t M, int64_t N, int64_t K, const float* a, const Stride
   Pair* pa = scratch_a.get(a_panels * pairs * R);
   Pair* pb = scratch_b.get(b_panels * pairs * C);
   pack_panels<Tile>(a, b, ma, mb, M, N, K, pa, pb, 0, a_panels + b_panels);
-  tiles<Tile>(Packed{pa, pb, M, N, pairs}, c, 0, M, 0, N, accumulate);
+  tiles<Tile>(Packed{pa, pb, M, N, pairs, a_in_rows(ma)}, c, 0, M, 0, N, accumulate);
 }
 
 // The whole batch with one tile shape.

@@ -102,6 +102,13 @@ TEST(BackendBf16Gemm, BlocksOfTheDepthAndTheRows) {
   // 512 pairs of k per block (K = 1024), 144 rows per block of a.
   for (const int64_t K : {1023, 1024, 1025, 2049}) check_product(1, 20, 70, K, false, true, false);
   for (const int64_t M : {143, 144, 145, 300}) check_product(1, M, 33, 40, true, false, true);
+  // a in rows of pairs across blocks of rows; a transposed, packed 48 rows (8 wide panels or 4
+  // narrow ones) at a time, with groups cut short by the end of a.
+  for (const int64_t M : {47, 48, 49, 97, 145, 300}) {
+    check_product(1, M, 33, 40, false, false, true);
+    check_product(1, M, 20, 41, true, true, false);
+    check_product(1, M, 70, 33, true, false, false);
+  }
   // Large enough to be cut over the pool (several blocks of rows, then of columns).
   check_product(1, 300, 130, 129, false, true, true);
   check_product(1, 20, 700, 301, false, false, false);
