@@ -15,7 +15,9 @@ ignoring padding (id 0), backward, Adam (betas 0.9/0.98, eps 1e-9) with the Noam
 learning rate, loss.item(); zero_grad first in the step, as on the scratchgrad side.
 torch.set_num_threads(2). --autocast runs the forward and the loss (and decoding) under
 torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed precision, the counterpart of
-bench_copy_task --bf16 (scratchgrad's sg::AutocastGuard).
+bench_copy_task --bf16 (scratchgrad's sg::AutocastGuard). --profile adds three training steps
+under torch.profiler after the timed ones and prints each op's own time, the counterpart of
+bench_copy_task --profile.
 
 Decoding: greedy decoding of 100 tiny sequences in one batch, recomputing the whole prefix at
 every step, as The Annotated Transformer's greedy_decode does (PyTorch has no KV cache in it);
@@ -191,6 +193,9 @@ def main():
                         "apart and not in the per-step times")
     parser.add_argument("--autocast", action="store_true",
                         help="forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+    parser.add_argument("--profile", action="store_true",
+                        help="after the timed steps, a few more under torch.profiler: the share of "
+                        "each op's own time (as bench_copy_task --profile shows scratchgrad's)")
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.attention == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
@@ -238,10 +243,10 @@ def main():
     else:
         model.train()
         opt = torch.optim.Adam(model.parameters(), lr=noam_lr(d_model, 1), betas=(0.9, 0.98), eps=1e-9)
-        for i in range(warmup + steps):
-            t0 = time.perf_counter()
+
+        def train_step(step):
             for group in opt.param_groups:
-                group["lr"] = noam_lr(d_model, i + 1)
+                group["lr"] = noam_lr(d_model, step)
             opt.zero_grad()  # first, as on the scratchgrad side (1.13 zeroes the gradients in place)
             src, tgt = make_batch(data, batch, length)
             with autocast():
@@ -251,11 +256,20 @@ def main():
             loss.backward()
             opt.step()
             loss.item()
+
+        for i in range(warmup + steps):
+            t0 = time.perf_counter()
+            train_step(i + 1)
             if i == 0 and args.compile:
                 compile_s = time.perf_counter() - compile_start
             if i >= warmup:
                 samples.append((time.perf_counter() - t0) * 1e3)
         what = "training step (forward + backward + Adam)"
+        if args.profile:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                for i in range(3):
+                    train_step(warmup + steps + i + 1)
+            print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB -> MiB
     med = statistics.median(samples)
