@@ -90,19 +90,17 @@ void pack_panels(const float* a, const float* b, const StridedMatrices& ma,
   constexpr int64_t R = Tile::kRows, C = Tile::kCols;
   const int64_t pairs = (K + 1) / 2, a_panels = panels(M, R);
   for (int64_t panel = first; panel < last; ++panel) {
+    const int64_t r = panel * R;  // a's first row in this panel, packed from pa + r * pairs
     if (panel < a_panels && a_in_rows(ma)) {
-      const int64_t r = panel * R;
       bf16::pack_rows<R>(a + r * ma.row_stride, ma.row_stride, std::min(R, M - r), K,
                          pa + r * pairs);
     } else if (panel < a_panels && ma.row_stride == 1) {  // a transposed: 48 rows at a time
-      const int64_t r = panel * R;
       const int64_t count = std::min({48 / R, last - panel, a_panels - panel});
       bf16::pack_transposed_panels<R>(a + r, ma.col_stride, M - r, K, count, pa + r * pairs);
       panel += count - 1;
     } else if (panel < a_panels) {
-      const int64_t r = panel * R;
       bf16::pack_panel<R>(a + r * ma.row_stride, ma.row_stride, ma.col_stride, std::min(R, M - r),
-                          K, pa + panel * pairs * R);
+                          K, pa + r * pairs);
     } else {
       const int64_t j = (panel - a_panels) * C;
       bf16::pack_panel<C>(b + j * mb.col_stride, mb.col_stride, mb.row_stride, std::min(C, N - j),
