@@ -247,17 +247,23 @@ Pool* pool() {
 
 }  // namespace
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
+                  int64_t chunks_per_thread) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   Pool* p = n >= 2 * grain && !inside_parallel_region ? pool() : nullptr;
   if (p == nullptr) return fn(0, n);
-  // Up to four chunks per thread (enough to balance, few enough that each is worth its atomic),
-  // a multiple of the thread count, so that thread t's share is the same rows [n·t/T,
-  // n·(t+1)/T) whatever the grain. Never more chunks than grains: with more threads than that
-  // (3 rows of a layer_norm on 16 cores), some threads get none, and no chunk is empty.
+  // Up to chunks_per_thread chunks per thread, a multiple of the thread count, so that thread t's
+  // share is the same rows [n·t/T, n·(t+1)/T) whatever the grain. Never more chunks than grains:
+  // with more threads than that (3 rows of a layer_norm on 16 cores), some threads get none, and no
+  // chunk is empty.
   const int64_t threads = p->size(), grains = n / grain;
-  p->run(n, grains < threads ? grains : std::clamp<int64_t>(grains / threads, 1, 4) * threads, fn);
+  p->run(n,
+         grains < threads
+             ? grains
+             : std::clamp<int64_t>(grains / threads, 1, std::max<int64_t>(chunks_per_thread, 1)) *
+                   threads,
+         fn);
 }
 
 int64_t fixed_blocks(double work, double min_block) {

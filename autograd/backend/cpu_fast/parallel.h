@@ -36,7 +36,13 @@ inline constexpr int64_t kParallelGrain = 1 << 13;
 // are split the same way: gemm.cpp, linear.cpp; bench/NOTES.md).
 inline constexpr double kMinSplitFlops = 0.4e6;
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+// Runs fn over [0, n) in chunks of at least `grain`, on the pool's threads and the caller's.
+// Each thread gets up to `chunks_per_thread` chunks (4: enough to balance most kernels, few
+// enough that each is worth its atomic and that rows stay with the thread that wrote them); a job
+// of a few large units of equal cost (a product's blocks of tiles) asks for more, so that the
+// last chunk, which decides when the job ends, is small.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
+                  int64_t chunks_per_thread = 4);
 
 // Note [Blocks fixed by the shape]: a kernel whose result combines partial results (sums over
 // rows split into blocks, a product cut into BLAS calls) cuts its work into fixed_blocks(work,

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -83,6 +84,36 @@ TEST(BackendParallelFor, ChunksNeverStraddleTheThreadsShares) {
       EXPECT_EQ(straddling.load(), 0) << "n " << n << " grain " << grain;
     }
   }
+}
+
+// A job is cut into up to chunks_per_thread chunks per thread (4 unless the kernel asks): 64
+// units of grain 1 on two threads are 8 chunks of 8 by default, 32 of 2 at 16 a thread, never
+// more chunks than units, and the threads' shares stay whole either way.
+TEST(BackendParallelFor, ChunksPerThreadSetsHowFinelyAJobIsCut) {
+  ThreadsGuard threads(2);
+  auto chunk_sizes = [](int64_t n, int64_t chunks_per_thread) {
+    std::mutex mutex;
+    std::multiset<int64_t> sizes;
+    int64_t straddling = 0;
+    cpu::parallel_for(
+        n, 1,
+        [&](int64_t lo, int64_t hi) {
+          const std::lock_guard<std::mutex> lock(mutex);
+          sizes.insert(hi - lo);
+          straddling += lo < n / 2 && hi > n / 2;
+        },
+        chunks_per_thread);
+    EXPECT_EQ(straddling, 0) << "n " << n << " chunks_per_thread " << chunks_per_thread;
+    return sizes;
+  };
+  auto repeated = [](int64_t count, int64_t size) {  // `count` chunks of `size` units
+    const std::vector<int64_t> sizes(static_cast<size_t>(count), size);
+    return std::multiset<int64_t>(sizes.begin(), sizes.end());
+  };
+  EXPECT_EQ(chunk_sizes(64, 4), repeated(8, 8));
+  EXPECT_EQ(chunk_sizes(64, 16), repeated(32, 2));
+  EXPECT_EQ(chunk_sizes(16, 16), repeated(16, 1));
+  EXPECT_EQ(chunk_sizes(6, 16), repeated(6, 1));
 }
 
 // More threads than grains (3 rows of a layer_norm on a 16-core machine): some threads get no
