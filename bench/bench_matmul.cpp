@@ -17,6 +17,7 @@
 //   ./build/bench/bench_matmul [--ms 2000] [--threads N] [--json out.json] [--check]
 //   ./build/bench/bench_matmul --bf16 [--case NAME] [--no-onednn] ...   # matmul_bf16.cpp
 //   ./build/bench/bench_matmul --bf16 --curve   # bf16 against f32 by size: autocast's threshold
+//   ./build/bench/bench_matmul --bf16 --no-threshold   # the bf16 kernel on the small cases too
 //
 // --check exits 1 when the 512 case misses the 10% requirement. --bf16 times autocast's bfloat16
 // products against our float32 ones and oneDNN's bfloat16 matmul instead (matmul_bf16.h); its
@@ -53,8 +54,9 @@ struct Options {
   bool check = false;
   bool bf16 = false;  // the bfloat16 table instead (matmul_bf16.h)
   bool onednn = true;
-  std::string only;    // --case: the bfloat16 cases whose name contains it
-  bool curve = false;  // --curve: bfloat16 against float32 products by size instead
+  std::string only;           // --case: the bfloat16 cases whose name contains it
+  bool curve = false;         // --curve: bfloat16 against float32 products by size instead
+  bool no_threshold = false;  // --no-threshold: the bfloat16 kernel below the size threshold too
 };
 
 Options parse(int argc, char** argv) {
@@ -76,12 +78,14 @@ Options parse(int argc, char** argv) {
       o.onednn = false;
     } else if (arg == "--curve") {
       o.curve = true;
+    } else if (arg == "--no-threshold") {
+      o.no_threshold = true;
     } else if (arg == "--case" && has_value) {
       o.only = argv[++i];
     } else {
       fmt::print(stderr,
                  "usage: {} [--ms MS] [--threads N] [--json FILE] [--check] [--bf16 [--case NAME] "
-                 "[--no-onednn] [--curve]]\n",
+                 "[--no-onednn] [--curve] [--no-threshold]]\n",
                  argv[0]);
       std::exit(2);
     }
@@ -218,10 +222,10 @@ int main(int argc, char** argv) {
     const int threads = o.threads > 0 ? o.threads : 2;
     sg::cpu::set_num_threads(threads);
     if (o.curve) {
-      sg::bench::run_bf16_curve({std::min(o.ms, 200.0), threads, false, ""});
+      sg::bench::run_bf16_curve({std::min(o.ms, 200.0), threads, false, "", false});
       return 0;
     }
-    const auto cases = sg::bench::run_bf16_cases({o.ms, threads, o.onednn, o.only});
+    const auto cases = sg::bench::run_bf16_cases({o.ms, threads, o.onednn, o.only, o.no_threshold});
     if (!o.json_path.empty()) {
       std::ofstream(o.json_path) << fmt::format(
           R"({{"benchmark":"matmul_bf16","cpu":"{}","threads":{},"cases":{}}})"

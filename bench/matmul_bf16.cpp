@@ -41,6 +41,8 @@ std::vector<Shape> shapes() {
       {"medium x·W1ᵀ (ffn in)", 1, 2016, 1024, 256, false, true},
       {"medium h·W2ᵀ (ffn out)", 1, 2016, 256, 1024, false, true},
       {"medium q·kᵀ (256 heads)", 256, 64, 64, 32, false, true},
+      {"medium p·v (256 heads)", 256, 64, 32, 64, false, false},
+      {"medium dSᵀ·q (256 heads)", 256, 64, 32, 64, true, false},
       {"tiny x·W1ᵀ (ffn in)", 1, 800, 64, 32, false, true},
       {"tiny x·Wqᵀ (attention)", 1, 800, 32, 32, false, true},
       {"decode x·Wqᵀ (100 queries)", 1, 100, 32, 32, false, true},
@@ -68,6 +70,7 @@ Bf16Case run(const Shape& s, const Bf16Options& o) {
   Tensor bf16_out;
   auto bfloat16 = [&] {
     AutocastGuard autocast(kBFloat16);
+    AutocastCpuMinProductGuard threshold(o.no_threshold ? 0 : autocast_cpu_min_product());
     bf16_out = matmul(a, b);
   };
   // oneDNN takes one matrix of rows for a and b in rows or transposed (ours: any layout).

@@ -12,6 +12,9 @@ struct Bf16Options {
   int threads = 2;     // our pool's threads and oneDNN's
   bool onednn = true;  // time oneDNN too where this build has it
   std::string only;    // run only the cases whose name contains this
+  // The bfloat16 kernel on every case, below autocast's CPU size threshold too (which keeps such
+  // products in float32; autograd/autocast.h): what attention's per-head products would cost.
+  bool no_threshold = false;
 };
 
 struct Bf16Case {
