@@ -41,7 +41,7 @@ std::vector<Shape> shapes() {
       {"medium x·W1ᵀ (ffn in)", 1, 2016, 1024, 256, false, true},
       {"medium h·W2ᵀ (ffn out)", 1, 2016, 256, 1024, false, true},
       {"medium q·kᵀ (256 heads)", 256, 64, 64, 32, false, true},
-      {"medium p·v (256 heads)", 256, 64, 32, 64, false, false},
+      {"medium P·v (256 heads)", 256, 64, 32, 64, false, false},
       {"medium dSᵀ·q (256 heads)", 256, 64, 32, 64, true, false},
       {"tiny x·W1ᵀ (ffn in)", 1, 800, 64, 32, false, true},
       {"tiny x·Wqᵀ (attention)", 1, 800, 32, 32, false, true},

@@ -258,12 +258,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   // with more threads than that (3 rows of a layer_norm on 16 cores), some threads get none, and no
   // chunk is empty.
   const int64_t threads = p->size(), grains = n / grain;
-  p->run(n,
-         grains < threads
-             ? grains
-             : std::clamp<int64_t>(grains / threads, 1, std::max<int64_t>(chunks_per_thread, 1)) *
-                   threads,
-         fn);
+  const int64_t per_thread =
+      std::clamp<int64_t>(grains / threads, 1, std::max<int64_t>(chunks_per_thread, 1));
+  p->run(n, grains < threads ? grains : per_thread * threads, fn);
 }
 
 int64_t fixed_blocks(double work, double min_block) {
