@@ -43,6 +43,14 @@ using Pair = uint32_t;
   _mm512_mask_storeu_epi32(out, first_lanes(width), _mm512_permutexvar_epi16(order, both));
 }
 
+// The 16 pairs (x[2q], x[2q + 1]) of x[0, 32), in k order, the values from x[n] on as zeros (n <=
+// 0: nothing is read). Every packing of values contiguous along k converts them this way.
+[[SG_AVX512_BF16, gnu::always_inline]] inline __m512i pairs_of_32(const float* x, int64_t n) {
+  const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(n), x);
+  const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(n - 16), x + 16);
+  return reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
+}
+
 // The pairs of 16 lanes contiguous along k (lane i at x + i * is, lanes past `lanes` zero): each
 // lane's 16 pairs of a chunk of k in a register, the 16 x 16 block of pairs transposed, and each
 // pair's 16 lanes stored as one register at out[p * stride] (stride a multiple of 16: whole rows of
@@ -54,9 +62,7 @@ using Pair = uint32_t;
     __m512 block[16];
     for (int64_t i = 0; i < 16; ++i) {
       const float* lane = x + (i < lanes ? i * is : 0) + k;  // a lane past `lanes` reads nothing
-      const __m512 lo = _mm512_maskz_loadu_ps(i < lanes ? first_lanes(K - k) : 0, lane);
-      const __m512 hi = _mm512_maskz_loadu_ps(i < lanes ? first_lanes(K - k - 16) : 0, lane + 16);
-      block[i] = reinterpret_cast<__m512>(_mm512_cvtne2ps_pbh(hi, lo));  // pairs, in k order
+      block[i] = reinterpret_cast<__m512>(pairs_of_32(lane, i < lanes ? K - k : 0));
     }
     avx512::transpose_16x16(block);  // block[q]: pair k/2 + q of each lane (32-bit moves)
     for (int64_t q = 0; q < 16 && k / 2 + q < pairs; ++q) {
@@ -120,14 +126,10 @@ template <int64_t L>
   for (int64_t i = 0; i < L; ++i) {
     const float* row = x + i * is;
     for (int64_t k = 0; k < K; k += 32) {
-      __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
-      if (i < lanes) {  // a row past `lanes` is zeros: nothing is read
-        lo = _mm512_maskz_loadu_ps(first_lanes(K - k), row + k);
-        if (K - k > 16) hi = _mm512_maskz_loadu_ps(first_lanes(K - k - 16), row + k + 16);
-      }
-      // 16 consecutive pairs (an odd K's last one with a zero partner).
+      // 16 consecutive pairs (an odd K's last one with a zero partner); a row past `lanes` is
+      // zeros, read from nowhere.
       _mm512_mask_storeu_epi32(out + i * pairs + k / 2, first_lanes(pairs - k / 2),
-                               reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo)));
+                               pairs_of_32(row + k, i < lanes ? K - k : 0));
     }
   }
 }
