@@ -82,6 +82,7 @@ struct Trainer::Loop {
   const TrainerOptions& o;
   nn::Module& model;
   DataParallelRun& ranks;
+  const Device device;  // the model's, where each batch goes
   const RunDirectory run;
   // What each rank's own dropout stream is derived from: the generator as the program seeded it,
   // alike on every rank.
@@ -114,6 +115,7 @@ struct Trainer::Loop {
         o(t.options_),
         model(t.model_),
         ranks(*t.ranks_),
+        device(t.model_.parameters().front().device()),
         run(t.options_.out_dir) {}
 
   double elapsed() const { return seconds_before + seconds_since(start); }
@@ -209,14 +211,31 @@ struct Trainer::Loop {
     run.remove_steps_after(step);  // written after last.safetensors by a killed run
   }
 
+  // The task's next batch as the step reads it: this rank's rows of each tensor, on the model's
+  // device.
+  Batch next_batch() {
+    Batch batch = task.next_batch();
+    SG_CHECK(!batch.empty(), "Trainer: the task's next_batch() gave no tensors (step {})", step);
+    for (auto& [name, t] : batch) {
+      SG_CHECK(t.defined() && t.dim() >= 1,
+               "Trainer: the training batch's '{}' has no rows (a batch tensor has the batch's "
+               "rows first)",
+               name);
+      ranks.check_splits(t.size(0), fmt::format("the training batch's '{}'", name));
+      t = ranks.my_rows(t).to(device);
+    }
+    return batch;
+  }
+
   // One step: the task's loss (under autocast with bf16), backward outside autocast (each product
   // remembers its precision), the update, the moving average. Nothing is read back.
   void train_step() {
+    const Batch batch = next_batch();
     trainer.optimizer_.zero_grad();  // set_to_none first: last step's gradients are freed
     StepOutput out;
     {
       const AutocastGuard autocast(kBFloat16, o.bf16);
-      out = task.training_step();
+      out = task.training_step(batch);
     }
     out.loss.backward();
     ranks.finish_gradient_sync();  // every gradient the mean over the ranks (alone: nothing)

@@ -56,6 +56,10 @@
 
 namespace sg::train {
 
+// A training batch: the tensors one step reads, by name ("src", "tgt"), each with the batch's
+// rows first.
+using Batch = std::map<std::string, Tensor>;
+
 // What one training step computed, still on the model's device (nothing is read back here).
 struct StepOutput {
   Tensor loss;  // the scalar the step minimises
@@ -67,9 +71,14 @@ struct StepOutput {
 class TrainingTask {
  public:
   virtual ~TrainingTask() = default;
-  // The loss of the next training batch. The model is in training mode and, with bf16, autocast
-  // is on; the loop then runs backward and the update (Lightning's training_step).
-  virtual StepOutput training_step() = 0;
+  // The next training batch, drawn from the task's data on the host (Lightning's dataloader).
+  // The loop, not the task, takes this rank's rows of each tensor (data parallelism) and puts them
+  // on the model's device, so that the step reads nothing but its batch and the model.
+  virtual Batch next_batch() = 0;
+  // The loss of `batch` (this rank's rows, on the model's device). The model is in training mode
+  // and, with bf16, autocast is on; the loop then runs backward and the update (Lightning's
+  // training_step).
+  virtual StepOutput training_step(const Batch& batch) = 0;
   // The held-out metrics of the model's current weights (the loop has swapped in the weights it
   // evaluates, and puts the model back in training mode after). Lightning's validation loop.
   virtual Metrics evaluate() = 0;
@@ -153,8 +162,8 @@ class Trainer {
   // too), every rank calls fit(): each step's gradients are averaged over the ranks before the
   // update and the logged loss is the ranks' mean; each rank draws dropout from a stream of its
   // own, saved in every last.safetensors ("rank_rngs") and restored on --resume; rank 0 alone
-  // evaluates, prints and writes files. The task takes its rows of each batch (ranks.my_rows)
-  // and its evaluate() must use no collective.
+  // evaluates, prints and writes files. The loop gives each rank its rows of every batch
+  // (ranks.my_rows); the task's evaluate() must use no collective.
   Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LRScheduler& schedule,
           TrainerOptions options, DataParallelRun* ranks = nullptr);
   ~Trainer();

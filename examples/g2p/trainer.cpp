@@ -124,14 +124,19 @@ class G2pTask : public sg::train::TrainingTask {
         loader_(std::move(pairs), config.max_tokens, config.seed),
         out_dir_(std::move(out_dir)) {}
 
+  sg::train::Batch next_batch() override {
+    const sg::data::Batch batch = loader_.next();
+    return {{"source", batch.source}, {"target", batch.target}};
+  }
+
   // Teacher forcing: the decoder reads <bos> p1 .. pn and must predict p1 .. pn <eos>.
-  sg::train::StepOutput training_step() override {
-    sg::data::Batch batch = loader_.next();
-    const int64_t T = batch.target.size(1);
-    Tensor decoder_in = batch.target.narrow(1, 0, T - 1);
-    Tensor labels = batch.target.narrow(1, 1, T - 1).contiguous().reshape({-1});
-    Tensor logits =
-        model_.transformer->forward(batch.source, decoder_in).reshape({-1, model_.phonemes.size()});
+  sg::train::StepOutput training_step(const sg::train::Batch& batch) override {
+    const Tensor& target = batch.at("target");
+    const int64_t T = target.size(1);
+    Tensor decoder_in = target.narrow(1, 0, T - 1);
+    Tensor labels = target.narrow(1, 1, T - 1).contiguous().reshape({-1});
+    Tensor logits = model_.transformer->forward(batch.at("source"), decoder_in)
+                        .reshape({-1, model_.phonemes.size()});
     Tensor loss = sg::nn::cross_entropy(logits, labels, Vocabulary::kPad, config_.label_smoothing);
     const sg::NoGradGuard no_grad;  // token accuracy: argmax right, padding not counted
     Tensor real = labels.ne(static_cast<double>(Vocabulary::kPad));

@@ -113,15 +113,16 @@ class WordsTask : public sg::train::TrainingTask {
         out_(std::move(out)),
         data_(static_cast<uint64_t>(config.seed) ^ 0x1000) {}
 
-  // A batch of words drawn at random (with --distributed, this rank's rows of it), the loss per
-  // letter over every rank's letters.
-  sg::train::StepOutput training_step() override {
-    const Tensor picks =
-        sg::randint(0, static_cast<int64_t>(words_.train.size()), {config_.batch}, data_);
+  sg::train::Batch next_batch() override {  // words drawn at random
+    const int64_t n = static_cast<int64_t>(words_.train.size());
     std::vector<std::string> batch;
-    for (int64_t i : picks.to_vector<int64_t>())
+    for (int64_t i : sg::randint(0, n, {config_.batch}, data_).to_vector<int64_t>())
       batch.push_back(words_.train[static_cast<size_t>(i)]);
-    auto out = next_letter_loss(model_, ranks_.my_rows(tokens_of(batch, letters_)), "sum");
+    return {{"tokens", tokens_of(batch, letters_)}};
+  }
+  // The loss per letter over every rank's letters (with --distributed, this rank has its rows).
+  sg::train::StepOutput training_step(const sg::train::Batch& batch) override {
+    auto out = next_letter_loss(model_, batch.at("tokens"), "sum");
     out.loss = ranks_.per_token_mean(out.loss, out.counted.item<int64_t>());
     return out;
   }

@@ -38,13 +38,17 @@ class DropoutMlp : public nn::UnaryModule {
   std::shared_ptr<nn::Dropout> drop;
 };
 
-// Step s trains on global_batch(s), each rank on its rows; evaluated on batch 999 (rank 0).
+// Step s trains on global_batch(s), each rank on the rows the loop gives it; evaluated on batch 999
+// (rank 0).
 class RowsTask : public TrainingTask {
  public:
-  RowsTask(DropoutMlp& model, DataParallelRun& ranks) : model_(model), ranks_(ranks) {}
-  StepOutput training_step() override {
+  explicit RowsTask(DropoutMlp& model) : model_(model) {}
+  Batch next_batch() override {  // the global batch: the loop gives each rank its rows
     const auto [x, y] = global_batch(static_cast<int>(next_++));
-    return {nn::mse_loss(model_.forward(ranks_.my_rows(x)), ranks_.my_rows(y)), {}, {}};
+    return {{"x", x}, {"y", y}};
+  }
+  StepOutput training_step(const Batch& batch) override {
+    return {nn::mse_loss(model_.forward(batch.at("x")), batch.at("y")), {}, {}};
   }
   Metrics evaluate() override {
     const NoGradGuard no_grad;
@@ -60,7 +64,6 @@ class RowsTask : public TrainingTask {
 
  private:
   DropoutMlp& model_;
-  DataParallelRun& ranks_;
   int64_t next_ = 0;
 };
 
@@ -72,7 +75,7 @@ FitResult train(const TrainerOptions& options, bool distributed, double dropout)
   DataParallelRun ranks(model, {.distributed = distributed, .bucket_mb = 1e-4});
   optim::Adam adam(model->parameters(), {.lr = 1e-2});
   optim::LambdaLR schedule(adam, [](int64_t) { return 1.0; });
-  RowsTask task(*model, ranks);
+  RowsTask task(*model);
   return Trainer(*model, adam, schedule, options, &ranks).fit(task);
 }
 

@@ -49,9 +49,13 @@ class Regression : public TrainingTask {
  public:
   explicit Regression(TinyRegressor& model) : model_(model), data_(7) {}
 
-  StepOutput training_step() override {
+  Batch next_batch() override {
+    if (rowless_batch) return {{"x", scalar_tensor(1.0)}};
+    return {{"x", randn({16, 4}, data_)}};
+  }
+  StepOutput training_step(const Batch& batch) override {
     ++steps_seen;
-    Tensor x = randn({16, 4}, data_);
+    const Tensor& x = batch.at("x");
     Tensor loss = nn::mse_loss(model_.forward(x), target_of(x));
     if (steps_seen == nan_at) loss = loss * std::nan("");
     return {loss, {}, {}};
@@ -83,6 +87,7 @@ class Regression : public TrainingTask {
 
   int64_t steps_seen = 0, nan_at = 0;  // nan_at > 0: that step's loss is NaN
   std::string extra_key;               // a metadata key the task should not write
+  bool rowless_batch = false;          // next_batch gives a 0-d tensor
   std::vector<int64_t> evaluations;
   std::vector<bool> bests;
 
@@ -348,6 +353,9 @@ TEST(TrainLoop, BadOptionsAndAClashingTaskAreClearErrors) {
   Training clash(with([&](TrainerOptions& o) { o.out_dir = dir / "clash"; }));
   clash.task->extra_key = "step";
   EXPECT_SG_ERROR(clash.fit(), "the task's checkpoint metadata has 'step', a key the loop writes");
+  Training rowless(with([&](TrainerOptions& o) { o.out_dir = dir / "rowless"; }));
+  rowless.task->rowless_batch = true;
+  EXPECT_SG_ERROR(rowless.fit(), "the training batch's 'x' has no rows");
 }
 
 }  // namespace
