@@ -26,6 +26,15 @@ std::string fit_summary(const FitResult& r, const TrainingTask& task,
     out += fmt::format("mean of the checkpoints at steps {}: {}\n",
                        fmt::join(r.averaged_steps, ", "), task.describe(r.averaged));
   }
+  if (r.world_size > 1) {  // what data parallelism cost: the traffic, and the memory it saved
+    std::vector<std::string> per_rank;
+    for (int64_t bytes : r.optimizer_state_bytes) {
+      per_rank.push_back(fmt::format("{:.2f}", static_cast<double>(bytes) / 1e6));
+    }
+    out += fmt::format(
+        "{} ranks: {:.2f} MB of gradients all-reduced per step; optimizer state per rank: {} MB\n",
+        r.world_size, static_cast<double>(r.gradient_bytes) / 1e6, fmt::join(per_rank, ", "));
+  }
   return out;
 }
 
@@ -37,6 +46,8 @@ nlohmann::json fit_result_json(const FitResult& r, const TrainingTask& task,
       {"config", MetadataReader(metadata, "the task's metadata").with_prefix("config.")},
       {"steps", r.steps},
       {"world_size", r.world_size},
+      {"gradient_bytes_per_step", r.gradient_bytes},
+      {"optimizer_state_bytes_per_rank", r.optimizer_state_bytes},
       {"train_seconds", r.train_seconds},
       {"median_ms_per_step", r.median_ms_per_step},
       {"first_loss", losses.empty() ? 0.0 : losses.front()},

@@ -17,13 +17,15 @@
 namespace sg::train {
 
 // Steps, time and loss; the best evaluation (or that there is none yet); the mean of the last
-// checkpoints, with average_last. Each evaluation in the task's words (TrainingTask::describe).
+// checkpoints, with average_last; with several ranks, the gradients' traffic and each rank's
+// optimizer state. Each evaluation in the task's words (TrainingTask::describe).
 // The Trainer puts it in FitResult::summary.
 std::string fit_summary(const FitResult& result, const TrainingTask& task,
                         const TrainerOptions& options);
 
 // {"config": the task's configuration (its checkpoint metadata's "config." keys), "steps",
-//  "world_size" (the ranks that trained),
+//  "world_size" (the ranks that trained), "gradient_bytes_per_step" (all-reduced by each rank),
+//  "optimizer_state_bytes_per_rank",
 //  "train_seconds", "median_ms_per_step", "first_loss", "final_loss", "precision",
 //  "evaluated_weights" ("ema" or "trained"), "best_step", "best": {metric: value},
 //  "averaged_steps" and "averaged" (with average_last), "evals": [{"step", each metric,

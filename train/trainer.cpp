@@ -399,6 +399,8 @@ struct Trainer::Loop {
     FitResult r;
     r.steps = step;
     r.world_size = ranks.world_size();
+    r.gradient_bytes = ranks.gradient_bytes();
+    r.optimizer_state_bytes = ranks.optimizer_state_bytes(trainer.optimizer_);  // collective
     r.train_seconds = train_seconds;
     if (!step_ms.empty()) {
       const auto middle = step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2);

@@ -137,13 +137,15 @@ struct TrainerOptions {
 };
 
 struct FitResult {
-  int64_t steps = 0;              // the run's steps so far (a resumed run's earlier ones included)
-  int world_size = 1;             // the ranks that trained (data_parallel_run.h)
-  double train_seconds = 0;       // of this process
-  double median_ms_per_step = 0;  // of this process's steps
-  History history;                // every step's loss, every evaluation (with its "train_seconds")
-  int64_t best_step = 0;          // 0: no evaluation yet
-  Metrics best;                   // the evaluation of model.safetensors
+  int64_t steps = 0;           // the run's steps so far (a resumed run's earlier ones included)
+  int world_size = 1;          // the ranks that trained (data_parallel_run.h)
+  int64_t gradient_bytes = 0;  // all-reduced per step by each rank (0 alone)
+  std::vector<int64_t> optimizer_state_bytes;  // the moments each rank holds at the end
+  double train_seconds = 0;                    // of this process
+  double median_ms_per_step = 0;               // of this process's steps
+  History history;        // every step's loss, every evaluation (with its "train_seconds")
+  int64_t best_step = 0;  // 0: no evaluation yet
+  Metrics best;           // the evaluation of model.safetensors
   std::vector<int64_t> averaged_steps;  // with average_last: the steps averaged at the end
   Metrics averaged;                     // and their mean's evaluation
   // A few lines for people (fit_report.h): steps, time and loss, the best evaluation and the

@@ -93,6 +93,11 @@ TEST(TrainerDataParallel, TwoRanksTrainAsOneProcessWithTheWholeBatch) {
   const FitResult alone = train(options_in(alone_dir), false, 0.0);
   EXPECT_EQ(ranks.world_size, 2);
   EXPECT_EQ(alone.world_size, 1);
+  EXPECT_GT(ranks.gradient_bytes, 0);
+  EXPECT_EQ(alone.gradient_bytes, 0);
+  // Without ZeRO-1 each rank holds all of Adam's state, as one process does.
+  EXPECT_EQ(ranks.optimizer_state_bytes,
+            (std::vector<int64_t>{alone.optimizer_state_bytes[0], alone.optimizer_state_bytes[0]}));
   ASSERT_EQ(ranks.history.losses.size(), 30u);
   for (size_t i = 0; i < 30; ++i) {
     EXPECT_NEAR(ranks.history.losses[i], alone.history.losses[i], 1e-9 * alone.history.losses[i])
@@ -102,6 +107,7 @@ TEST(TrainerDataParallel, TwoRanksTrainAsOneProcessWithTheWholeBatch) {
     EXPECT_EQ(ranks.history.eval_steps, (std::vector<double>{10, 20, 30}));
     EXPECT_TRUE(fs::exists(dir + "/model.safetensors"));
     EXPECT_NE(ranks.summary.find("trained 30 steps"), std::string::npos);
+    EXPECT_NE(ranks.summary.find("2 ranks: "), std::string::npos) << ranks.summary;
   } else {
     EXPECT_TRUE(ranks.history.eval_steps.empty());
     EXPECT_TRUE(ranks.summary.empty());

@@ -161,6 +161,12 @@ TEST(TrainLoop, SummaryAndMetricsJson) {
   EXPECT_EQ(j.at("evals")[2].at("step"), 30);
   EXPECT_EQ(j.at("evals")[2].at("mse"), r.history.eval("mse")[2]);
   EXPECT_FALSE(j.contains("averaged"));
+  // Alone: no gradient traffic, and Adam's two moments of every float32 weight.
+  int64_t weights = 0;
+  for (const Tensor& p : run.model.parameters()) weights += p.numel();
+  EXPECT_EQ(j.at("gradient_bytes_per_step"), 0);
+  EXPECT_EQ(j.at("optimizer_state_bytes_per_rank"), (nlohmann::json{2 * 4 * weights}));
+  EXPECT_EQ(r.summary.find("ranks:"), std::string::npos) << r.summary;
   // A metrics path the end of the run could not replace is refused before the first step.
   TrainerOptions to_directory = options_in(dir / "to_directory");
   to_directory.metrics_json = dir / "run";
