@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -19,6 +20,15 @@ void check_options(const char* op, const GenerationOptions& o) {
   SG_CHECK(o.max_length > 0, "{}: max_length must be positive, got {}", op, o.max_length);
   SG_CHECK(o.bos >= 0, "{}: bos must be a token id, got {}", op, o.bos);
   SG_CHECK(o.eos != o.pad || o.eos < 0, "{}: eos and pad are the same token {}", op, o.eos);
+  SG_CHECK(o.min_length >= 0 && o.min_length < o.max_length,
+           "{}: min_length must be in [0, max_length {}), got {}", op, o.max_length, o.min_length);
+  SG_CHECK(o.eos >= 0 || (o.min_length == 0 && !o.force_eos_at_max_length),
+           "{}: min_length and force_eos_at_max_length need an eos token", op);
+  for (int64_t token : o.suppress) {
+    SG_CHECK(token >= 0 && token != o.eos,
+             "{}: suppress holds {}, which is not a token id other than eos ({})", op, token,
+             o.eos);
+  }
 }
 
 void check_options(const char* op, const Tensor& src, const GenerationOptions& o) {
@@ -42,6 +52,31 @@ std::vector<double> next_log_probs(DecodingState& state, const std::vector<int64
   return logits.log_softmax(-1).to_vector<double>();
 }
 
+// Step t's rows of log-probabilities [rows × V] with what the options forbid at -inf: the
+// suppressed tokens, <eos> before min_length, everything but <eos> at the last step when forced.
+// Every search then never picks them (a sample's weight exp(-inf) is 0).
+void forbid_tokens(std::vector<double>& log_probs, int64_t V, int64_t t,
+                   const GenerationOptions& o) {
+  const bool no_eos = o.eos >= 0 && t < o.min_length;
+  const bool only_eos = o.force_eos_at_max_length && t == o.max_length - 1;
+  if (o.suppress.empty() && !no_eos && !only_eos) return;
+  for (int64_t token : o.suppress) {
+    SG_CHECK(token < V, "generation: suppress holds {}, outside the vocabulary of {}", token, V);
+  }
+  SG_CHECK(o.eos < V, "generation: eos {} is outside the vocabulary of {}", o.eos, V);
+  for (size_t first = 0; first < log_probs.size(); first += static_cast<size_t>(V)) {
+    double* row = log_probs.data() + first;
+    if (only_eos) {
+      for (int64_t v = 0; v < V; ++v) {
+        if (v != o.eos) row[v] = kNegInf;
+      }
+      continue;
+    }
+    for (int64_t token : o.suppress) row[token] = kNegInf;
+    if (no_eos) row[o.eos] = kNegInf;
+  }
+}
+
 // The most likely token of one row (the first on ties), never `pad`.
 int64_t argmax(const double* row, int64_t vocab, int64_t pad) {
   int64_t best = -1;
@@ -53,7 +88,7 @@ int64_t argmax(const double* row, int64_t vocab, int64_t pad) {
 // Greedy and sampling share this loop; `choose` picks the next token of one row.
 template <typename Choose>
 std::vector<std::vector<int64_t>> decode_one_per_row(DecodingState& state, size_t B,
-                                                     const GenerationOptions& o, Choose choose) {
+                                                     const GenerationOptions& o, Choose&& choose) {
   std::vector<std::vector<int64_t>> out(B);
   std::vector<int64_t> tokens(B, o.bos);
   std::vector<bool> done(B, false);
@@ -61,6 +96,7 @@ std::vector<std::vector<int64_t>> decode_one_per_row(DecodingState& state, size_
   for (int64_t t = 0; t < o.max_length && finished < B; ++t) {
     int64_t V = 0;
     std::vector<double> log_probs = next_log_probs(state, tokens, V);
+    forbid_tokens(log_probs, V, t, o);
     for (size_t b = 0; b < B; ++b) {
       if (done[b]) continue;  // keeps feeding its last token; its outputs are ignored
       const int64_t next = choose(log_probs.data() + b * static_cast<size_t>(V), V);
@@ -168,12 +204,33 @@ std::vector<std::vector<int64_t>> greedy_search(Seq2SeqModel& model, const Tenso
                             static_cast<size_t>(src.size(0)), options, Greedy{options.pad});
 }
 
+namespace {
+
+// A language model's rows, kRowsAtOnce at a time, one `choose` (one sampler, so one stream of
+// draws) across them: a cache for every row at once grows with the count (20,000 words of
+// chapter 11's model took 6.5 GB).
+constexpr int64_t kRowsAtOnce = 256;
+
+template <typename Choose>
+std::vector<std::vector<int64_t>> rows_in_chunks(LanguageModel& model, int64_t rows,
+                                                 const GenerationOptions& o, Choose&& choose) {
+  const NoGradGuard no_grad;
+  std::vector<std::vector<int64_t>> out;
+  for (int64_t first = 0; first < rows; first += kRowsAtOnce) {
+    const int64_t n = std::min(kRowsAtOnce, rows - first);
+    auto part = decode_one_per_row(*model.start_generation(n, o.use_cache), static_cast<size_t>(n),
+                                   o, choose);
+    std::move(part.begin(), part.end(), std::back_inserter(out));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::vector<int64_t>> greedy_search(LanguageModel& model, int64_t rows,
                                                 const GenerationOptions& options) {
   check_options("greedy_search", rows, options);
-  const NoGradGuard no_grad;
-  return decode_one_per_row(*model.start_generation(rows, options.use_cache),
-                            static_cast<size_t>(rows), options, Greedy{options.pad});
+  return rows_in_chunks(model, rows, options, Greedy{options.pad});
 }
 
 std::vector<std::vector<int64_t>> sample(Seq2SeqModel& model, const Tensor& src,
@@ -189,9 +246,7 @@ std::vector<std::vector<int64_t>> sample(LanguageModel& model, int64_t rows,
                                          const GenerationOptions& options,
                                          const SamplingOptions& sampling) {
   check_options("sample", rows, options);
-  const NoGradGuard no_grad;
-  return decode_one_per_row(*model.start_generation(rows, options.use_cache),
-                            static_cast<size_t>(rows), options, Sampler(options, sampling));
+  return rows_in_chunks(model, rows, options, Sampler(options, sampling));
 }
 
 std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tensor& src,
@@ -229,6 +284,7 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tens
   for (int64_t t = 0; t < o.max_length; ++t) {
     int64_t V = 0;
     std::vector<double> log_probs = next_log_probs(*state, tokens, V);
+    forbid_tokens(log_probs, V, t, o);
     std::vector<Hypothesis> next_live(B * K);
     for (size_t b = 0; b < B; ++b) {
       if (done[b]) {

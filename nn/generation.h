@@ -71,6 +71,14 @@ struct GenerationOptions {
   int64_t eos = 2;          // ends a sequence; -1: no end symbol
   int64_t pad = 0;          // never generated (the loss never trained it); -1: no such token
   bool use_cache = true;
+  // Tokens never generated besides pad (Hugging Face's suppress_tokens), e.g. <unk> and <bos>.
+  std::vector<int64_t> suppress;
+  // <eos> is not generated before this many tokens (Hugging Face's min_new_tokens): with 1, no
+  // output is empty.
+  int64_t min_length = 0;
+  // The last of max_length tokens is <eos> (Hugging Face's forced_eos_token_id), so an output
+  // ends within max_length instead of being cut off without its end.
+  bool force_eos_at_max_length = false;
 };
 
 struct BeamSearchOptions {
@@ -145,7 +153,8 @@ std::vector<std::vector<int64_t>> sample(Seq2SeqModel& model, const Tensor& src,
                                          const GenerationOptions& options,
                                          const SamplingOptions& sampling);
 
-// The same for a language model: `rows` sequences from <bos>.
+// The same for a language model: `rows` sequences from <bos>, 256 at a time (memory stays bounded
+// whatever the count; the draws continue from one chunk to the next).
 std::vector<std::vector<int64_t>> sample(LanguageModel& model, int64_t rows,
                                          const GenerationOptions& options,
                                          const SamplingOptions& sampling);

@@ -6,6 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "autograd/error.h"
 #include "nn/atomic_file.h"
@@ -50,6 +53,26 @@ void append_json_line(const std::string& path, const nlohmann::json& line,
     done += static_cast<size_t>(n);
   }
   SG_CHECK(::close(fd) == 0, "{}: cannot write {}: {}", what, path, std::strerror(errno));
+}
+
+void drop_json_lines_after(const std::string& path, int64_t step, const std::string& what) {
+  if (path.empty() || !std::filesystem::is_regular_file(path)) return;
+  std::ifstream in(path);
+  SG_CHECK(in.good(), "{}: cannot read {}", what, path);
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const bool later = j.is_object() && j.contains("step") && j["step"].is_number_integer() &&
+                       j["step"].get<int64_t>() > step;
+    // A line that is not JSON is kept unless it is the last one (cut short by a kill).
+    if (later || (j.is_discarded() && in.peek() == std::ifstream::traits_type::eof())) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (dropped) nn::write_file_atomically(path, kept, what);
 }
 
 }  // namespace sg::train

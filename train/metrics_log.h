@@ -21,4 +21,10 @@ void write_json_file(const std::string& path, const nlohmann::json& json);
 void append_json_line(const std::string& path, const nlohmann::json& line,
                       const std::string& what = "append_json_line");
 
+// On --resume from `step`: removes the log's lines of later steps (written after the run's last
+// checkpoint, before it was stopped) and a last line cut short by a kill, so that the resumed
+// run's lines follow the checkpoint's without repeats. The file is replaced atomically; nothing
+// when the path is empty or the file does not exist. `what` starts error messages.
+void drop_json_lines_after(const std::string& path, int64_t step, const std::string& what);
+
 }  // namespace sg::train

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -13,9 +16,11 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "nn/atomic_file.h"
+#include "nn/data/split.h"
 #include "nn/serialize.h"
 #include "train/average_checkpoints.h"
 #include "train/fit_report.h"
+#include "train/line_chart.h"
 #include "train/metadata.h"
 #include "train/metrics_log.h"
 #include "train/mixed_precision.h"
@@ -36,8 +41,8 @@ double seconds_since(Clock::time_point start) {
 }  // namespace
 
 const std::vector<std::string> Trainer::kLoopKeys = {
-    "step",         "global_rng", "rank_rngs",      "history",          "best_step",
-    "best_metrics", "weights",    "averaged_steps", "averaged_metrics", "precision"};
+    "step",    "global_rng",     "rank_rngs",        "history",   "best_step",  "best_metrics",
+    "weights", "averaged_steps", "averaged_metrics", "precision", "input_files"};
 
 std::string TrainingTask::describe(const Metrics& metrics) const {
   std::string line;
@@ -108,6 +113,8 @@ struct Trainer::Loop {
   Clock::time_point window_start = Clock::now();
   std::vector<double> step_ms;
   std::optional<Progress> progress;
+  // Each input file's FNV-1a of its bytes, by flag: a resume refuses other contents.
+  nlohmann::json input_digests = nlohmann::json::object();
 
   Loop(Trainer& t, TrainingTask& tk)
       : trainer(t),
@@ -152,6 +159,7 @@ struct Trainer::Loop {
     md["best_metrics"] = metrics_to_json(best);
     md["weights"] = weights;
     md["precision"] = precision_name(o.bf16);
+    md["input_files"] = input_digests.dump();
     if (weights == "average") {
       mark_as_average(md, averaged_steps);
       md["averaged_metrics"] = metrics_to_json(averaged);
@@ -190,6 +198,7 @@ struct Trainer::Loop {
   void resume() {
     Checkpoint last = run.read_last();
     check_same_precision(last.metadata, o.bf16, last.path);
+    check_same_inputs(last);
     task.load_checkpoint(last);
     restore(last, model, &trainer.optimizer_);
     if (trainer.ema_) restore_ema(last, *trainer.ema_);
@@ -209,6 +218,7 @@ struct Trainer::Loop {
     if (!note.empty() && ranks.writes()) fmt::print(stderr, "{}\n", note);
     seconds_before = history.totals.contains("seconds") ? history.totals["seconds"] : 0.0;
     run.remove_steps_after(step);  // written after last.safetensors by a killed run
+    if (ranks.writes()) drop_json_lines_after(o.log_jsonl, step, "--log-jsonl");  // its log too
   }
 
   // The task's next batch as the step reads it: this rank's rows of each tensor, on the model's
@@ -225,6 +235,29 @@ struct Trainer::Loop {
       t = ranks.my_rows(t).to(device);
     }
     return batch;
+  }
+
+  // The task's input files as the run read them; on --resume, the same contents or an error.
+  void digest_inputs() {
+    for (const NamedPath& input : task.input_files()) {
+      std::ifstream in(input.path, std::ios::binary);
+      SG_CHECK(in.good(), "{}: cannot read {}", input.flag, input.path);
+      const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      input_digests[input.flag] = fmt::format("{:016x}", data::fnv1a64(bytes));
+    }
+  }
+  void check_same_inputs(const Checkpoint& last) const {
+    const auto saved = last.metadata.find("input_files");
+    if (saved == last.metadata.end()) return;  // a checkpoint from before the loop kept them
+    const nlohmann::json was = nlohmann::json::parse(saved->second, nullptr, false);
+    SG_CHECK(was.is_object(), "{}: checkpoint metadata 'input_files' is not a JSON object",
+             last.path);
+    for (const NamedPath& input : task.input_files()) {
+      SG_CHECK(!was.contains(input.flag) || was[input.flag] == input_digests[input.flag],
+               "--resume: {} {} is not the file the run was trained on (its contents differ); "
+               "give that file, or start a new run",
+               input.flag, input.path);
+    }
   }
 
   // One step: the task's loss (under autocast with bf16), backward outside autocast (each product
@@ -356,9 +389,32 @@ struct Trainer::Loop {
     trainer.schedule_.step();  // the lr of the next update
   }
 
-  FitResult fit() {
-    // Before the run, not after it: a path the metrics cannot replace is an error now.
+  // Before the run, not after it: an output that cannot be written, or that would replace a file
+  // the run reads or keeps, is an error now (before --overwrite removes anything).
+  void check_outputs_before_the_run() const {
     if (!o.metrics_json.empty()) nn::check_can_replace(o.metrics_json, "--metrics-json");
+    const std::vector<NamedPath> outputs{{"--metrics-json", o.metrics_json},
+                                         {"--log-jsonl", o.log_jsonl}};
+    std::vector<NamedPath> kept = task.input_files();
+    kept.push_back({"--out", run.path()});
+    for (const NamedPath& out : outputs) {
+      if (out.path.empty()) continue;
+      const std::filesystem::path path(out.path);
+      // The run's checkpoints: model, last, averaged, checkpoint-<step>.
+      SG_CHECK(
+          path.extension() != ".safetensors" ||
+              !same_file(path.has_parent_path() ? path.parent_path().string() : ".", run.path()),
+          "{} {} is a checkpoint's name in the run directory {}: writing there would replace "
+          "one; write elsewhere",
+          out.flag, out.path, run.path());
+    }
+    check_outputs(outputs, kept);
+    check_can_append(o.log_jsonl, "--log-jsonl");  // last: it creates the log's directory
+  }
+
+  FitResult fit() {
+    check_outputs_before_the_run();
+    digest_inputs();
     run.prepare(o.resume, o.overwrite);
     if (o.resume) {
       resume();
@@ -389,6 +445,7 @@ struct Trainer::Loop {
     save_last();
     FitResult r = result(train_seconds);
     if (!ranks.writes()) return r;
+    nn::write_file_atomically(run.path() + "/loss.svg", loss_chart(history.losses));
     task.on_train_end(history);
     r.summary = fit_summary(r, task, o);
     write_json_file(o.metrics_json, fit_result_json(r, task, o));

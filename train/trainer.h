@@ -52,6 +52,7 @@
 #include "train/checkpoint.h"
 #include "train/data_parallel_run.h"
 #include "train/history.h"
+#include "train/output_paths.h"
 #include "train/saved_run_state.h"
 
 namespace sg::train {
@@ -88,12 +89,16 @@ class TrainingTask {
   // the state of its data streams (Lightning's on_save_checkpoint). Keys the loop writes itself
   // (Trainer::kLoopKeys) are refused.
   virtual nn::Metadata checkpoint_metadata() const = 0;
+  // The files the task reads, with their flags ({"--data", path}): no output of the run (the
+  // metrics, the log) may replace one.
+  virtual std::vector<NamedPath> input_files() const { return {}; }
   // On --resume, before the weights and the optimizer are restored: checks that the saved run is
   // this one (configuration, data) and restores the data streams (Lightning's
   // on_load_checkpoint).
   virtual void load_checkpoint(const Checkpoint& last) = 0;
   // After each evaluation (`best`: it is the new model.safetensors) and after the last step:
-  // charts, extra files (Keras' on_test_end and on_train_end).
+  // the task's charts and files (Keras' on_test_end and on_train_end); the loop itself writes
+  // loss.svg, the loss of every step.
   virtual void on_evaluation(int64_t /*step*/, const Metrics& /*metrics*/, bool /*best*/) {}
   virtual void on_train_end(const History& /*history*/) {}
 };

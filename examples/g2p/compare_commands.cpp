@@ -14,6 +14,7 @@
 #include "nn/data/system_comparison.h"
 #include "train/cli.h"
 #include "train/metrics_log.h"
+#include "train/output_paths.h"
 
 namespace g2p {
 
@@ -142,6 +143,8 @@ CLI::App* add_score_command(CLI::App& app, ScoreArgs& a) {
 
 // Another system's predictions, scored by the rule eval scores the model by.
 int run_score(const ScoreArgs& a) {
+  sg::train::check_outputs({{"--metrics-json", a.metrics}},
+                           {{"REF", a.reference}, {"PRED", a.predictions}});
   const sg::data::Comparison c = predictions_for("score", a.reference, a.predictions);
   const sg::data::PronunciationScores r = sg::data::score_pronunciations(c.words, c.predicted);
   fmt::print("{} ({} words): {}\n", a.predictions, r.words, sg::data::describe(r));
@@ -182,6 +185,9 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
 // Two systems on the same words (sg::data::compare_systems), e.g. the model's beam-search
 // predictions (g2p pronounce < test.words) against Phonetisaurus'.
 int run_compare(const CompareArgs& a) {
+  sg::train::check_outputs(
+      {{"--metrics-json", a.metrics}},
+      {{"REF", a.reference}, {"FIRST", a.first}, {"SECOND", a.second}, {"--train", a.train}});
   const sg::data::Comparison first = predictions_for("compare", a.reference, a.first);
   const sg::data::Comparison second = predictions_for("compare", a.reference, a.second);
   const std::vector<Word> training =
@@ -231,6 +237,7 @@ std::optional<sg::data::JointSequenceG2p> train_ngram(const Dataset& d,
 }
 
 int run_ngram(const NgramArgs& a) {
+  sg::train::check_outputs({{"--predictions", a.predictions}}, {{"--data", a.data}});
   const Dataset d = load_dataset(a.data);
   const auto ngram =
       train_ngram(d, {.order = a.order, .iterations = a.iterations, .beam = a.beam}, true);

@@ -31,8 +31,8 @@ sg::train::OptionSchema Config::schema() {
   loop.add_to(s, {.moving_average = true, .checkpoint_averaging = true});
   s.integer("dev_words", dev_words, 0, kMaxSteps, OnResume::kMayChange,
             "dev words per evaluation (0 = all)")
-      // The data a resumed run reads is checked by what it holds (its number of pronunciations).
-      .integer("train_words", train_words, 0, kMaxSteps, OnResume::kMayChange,
+      // Other words are another run; a resume also checks the dictionary's contents (Trainer).
+      .integer("train_words", train_words, 0, kMaxSteps, OnResume::kFixed,
                "use only the first N training words (0 = all)");
   return s;
 }

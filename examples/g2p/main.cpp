@@ -23,6 +23,7 @@
 #include "nn/data/cmudict.h"
 #include "run_state.h"
 #include "train/cli.h"
+#include "train/output_paths.h"
 #include "train/saved_run_state.h"
 #include "trainer.h"
 
@@ -74,6 +75,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
 
 int run_pronounce(const std::string& checkpoint, std::vector<std::string> words, int64_t beam,
                   double length_penalty, const std::string& attention) {
+  sg::train::check_outputs({{"--attention", attention}}, {{"--checkpoint", checkpoint}});
   Model model = load_model(checkpoint);
   if (words.empty()) {
     for (std::string line; std::getline(std::cin, line);) {

@@ -158,6 +158,10 @@ class G2pTask : public sg::train::TrainingTask {
     return metadata_for(model_, {loader_.position(), train_pairs_});
   }
 
+  std::vector<sg::train::NamedPath> input_files() const override {
+    return {{"--data", config_.data}};
+  }
+
   void load_checkpoint(const sg::train::Checkpoint& last) override {
     const CheckpointFile saved = read_checkpoint(last);
     sg::train::check_resume(saved.model.config.to_map(), config_.to_map(), Config::fields(),
@@ -175,7 +179,6 @@ class G2pTask : public sg::train::TrainingTask {
   }
 
   void on_train_end(const sg::train::History& history) override {
-    sg::nn::write_file_atomically(out_dir_ + "/loss.svg", sg::train::loss_chart(history.losses));
     sg::nn::write_file_atomically(
         out_dir_ + "/dev_error_rates.svg",
         sg::train::evaluation_chart(history, "Dev error rates (greedy decoding)", "fraction",

@@ -12,10 +12,8 @@
 #include <cmath>
 #include <set>
 
-#include "nn/atomic_file.h"
 #include "nn/nn.h"
 #include "train/cli.h"
-#include "train/line_chart.h"
 #include "train/loop_config.h"
 #include "train/metadata.h"
 #include "train/trainer.h"
@@ -103,14 +101,12 @@ sg::train::StepOutput next_letter_loss(sg::nn::DecoderOnlyTransformer& model, co
 class WordsTask : public sg::train::TrainingTask {
  public:
   WordsTask(Config& config, const Words& words, const Vocabulary& letters,
-            sg::nn::DecoderOnlyTransformer& model, const sg::train::DataParallelRun& ranks,
-            std::string out)
+            sg::nn::DecoderOnlyTransformer& model, const sg::train::DataParallelRun& ranks)
       : config_(config),
         words_(words),
         letters_(letters),
         model_(model),
         ranks_(ranks),
-        out_(std::move(out)),
         data_(static_cast<uint64_t>(config.seed) ^ 0x1000) {}
 
   sg::train::Batch next_batch() override {  // words drawn at random
@@ -151,6 +147,9 @@ class WordsTask : public sg::train::TrainingTask {
     md["data_rng"] = std::to_string(data_.state());
     return md;
   }
+  std::vector<sg::train::NamedPath> input_files() const override {
+    return {{"--data", config_.data}};
+  }
   void load_checkpoint(const sg::train::Checkpoint& last) override {
     const sg::train::MetadataReader md(last.metadata, last.path);
     md.expect_format("scratchgrad-words-1", "a words checkpoint");
@@ -159,9 +158,6 @@ class WordsTask : public sg::train::TrainingTask {
              last.path, config_.data);
     data_.set_state(md.unsigned_integer("data_rng"));
   }
-  void on_train_end(const sg::train::History& history) override {
-    sg::nn::write_file_atomically(out_ + "/loss.svg", sg::train::loss_chart(history.losses));
-  }
 
  private:
   Config& config_;
@@ -169,7 +165,6 @@ class WordsTask : public sg::train::TrainingTask {
   const Vocabulary& letters_;
   sg::nn::DecoderOnlyTransformer& model_;
   const sg::train::DataParallelRun& ranks_;
-  std::string out_;
   sg::Generator data_;
 };
 
@@ -187,7 +182,7 @@ int train(Config& config, const sg::train::TrainerOptions& options,
   ranks.check_splits(config.batch, "--batch");
   sg::optim::AdamW optimizer(model->parameters(), {.lr = config.lr, .weight_decay = 0.01});
   sg::optim::WarmupCosineLR schedule(optimizer, config.warmup, config.loop.steps);
-  WordsTask task(config, words, letters, *model, ranks, options.out_dir);
+  WordsTask task(config, words, letters, *model, ranks);
   const auto r = sg::train::Trainer(*model, optimizer, schedule, options, &ranks).fit(task);
   if (ranks.writes())
     fmt::print("trained on {} words on {} rank(s), evaluated on {} held-out words\n{}",
@@ -204,7 +199,9 @@ int sample(const std::string& path, int64_t count, const sg::nn::SamplingOptions
   const Vocabulary letters = Vocabulary::from_symbols(md.strings("letters"));
   auto model = sg::train::load_model<sg::nn::DecoderOnlyTransformer>(
       file, config.model_options(letters.size()));
-  const sg::nn::GenerationOptions g{.max_length = Config::kMaxLetters + 1};
+  // Letters only, at least one, and an end within kMaxLetters (nn/generation.h).
+  sg::nn::GenerationOptions g{.max_length = Config::kMaxLetters + 1, .min_length = 1};
+  g.suppress = {Vocabulary::kBos, Vocabulary::kUnk}, g.force_eos_at_max_length = true;
   for (const auto& ids :
        greedy ? sg::nn::greedy_search(*model, count, g) : sg::nn::sample(*model, count, g, s))
     fmt::print("{}\n", fmt::join(letters.decode(ids), ""));
@@ -236,7 +233,7 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--temperature", s.temperature)->check(sg::train::real_in(1e-3, 100));
   sample_cmd->add_option("--top-k", s.top_k, "0: every letter")
       ->check(sg::train::integer_in(0, 1000));
-  sample_cmd->add_option("--seed", s.seed);
+  sample_cmd->add_option("--seed", s.seed)->check(sg::train::integer_in(0, INT64_MAX));
   sample_cmd->add_flag("--greedy", greedy, "the likeliest letter each time (all words alike)");
   CLI11_PARSE(app, argc, argv);
   try {

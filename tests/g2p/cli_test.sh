@@ -40,6 +40,13 @@ input=$dir/words expect_ok "world " pronounce --checkpoint "$dir/run/model.safet
   --attention "$dir/hello.svg"
 [[ -s $dir/hello.svg ]] && passes=$((passes + 1)) || { echo "FAIL: no attention SVG"; failures=$((failures + 1)); }
 expect_error "no words given" pronounce --checkpoint "$dir/run/model.safetensors"
+# An output onto an input is refused before anything is written (the model, the dictionary).
+expect_error "--attention $dir/run/model.safetensors is --checkpoint" pronounce \
+  --checkpoint "$dir/run/model.safetensors" --attention "$dir/run/model.safetensors" tensor
+expect_error "--predictions $dict is --data" ngram --data "$dict" --predictions "$dict"
+expect_error "--metrics-json $dict is REF" score "$dict" "$dict" --metrics-json "$dict"
+expect_error "--metrics-json $dir/run/last.safetensors is a checkpoint's name in the run directory" \
+  train --data "$dict" --out "$dir/run" --resume "${tiny[@]}" --metrics-json "$dir/run/last.safetensors"
 # Sizes its own loader would refuse are refused before training; numbers are not saturated.
 expect_error "--layers: '65' is not an integer in [1, 64]" train --data "$dict" --out "$dir/x" --layers 65
 expect_error "--heads: '257' is not an integer in [1, 256]" train --data "$dict" --out "$dir/x" --heads 257

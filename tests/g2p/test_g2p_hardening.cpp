@@ -67,8 +67,7 @@ TEST(G2pHardening, EveryConfigKeyHasAFlagAndARuleOnResume) {
   for (const auto& field : g2p::Config::fields()) with_rule.insert(field.key);
   EXPECT_EQ(with_rule, keys);
   EXPECT_EQ(sg::train::flags_that_may_change(g2p::Config::fields()),
-            "--steps, --eval-every, --checkpoint-every, --average-last, --dev-words, "
-            "--train-words");
+            "--steps, --eval-every, --checkpoint-every, --average-last, --dev-words");
 }
 
 TEST(G2pHardening, WordsTheModelCannotTakeAreFoundWhenTheDataIsRead) {

@@ -106,6 +106,13 @@ TEST(DecoderOnlyTransformer, GreedyAndSampledSequencesFromBos) {
     for (int64_t t : row) EXPECT_TRUE(t != 0 && t != 2 && t < 7) << t;  // no pad, no <eos>
   }
   EXPECT_EQ(sample(model, 3, g, {.top_k = 1}), greedy);  // top 1 is greedy
+  // 300 rows are made 256 at a time, the draws going on: the first 256 are those of sample(256),
+  // and the rest are not the first 44 again (a sampler restarted per chunk would repeat them).
+  const auto many = sample(model, 300, g, s);
+  ASSERT_EQ(many.size(), 300u);
+  EXPECT_EQ(std::vector(many.begin(), many.begin() + 256), sample(model, 256, g, s));
+  EXPECT_NE(std::vector(many.begin() + 256, many.end()),
+            std::vector(many.begin(), many.begin() + 44));
   EXPECT_SG_ERROR(sample(model, 0, g, s), "sample: rows must be positive, got 0");
   EXPECT_SG_ERROR(greedy_search(model, 1, {.max_length = 9, .bos = 1, .eos = -1, .pad = 0}),
                   "DecoderOnlyTransformer generation: 9 tokens exceed max_len 8");

@@ -2,6 +2,7 @@
 // set by hand and on a small Transformer (cached and uncached).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -113,6 +114,36 @@ TEST(Generation, SamplingFollowsTheProbabilities) {
               std::vector<int64_t>{kA});
 }
 
+// suppress, min_length and force_eos_at_max_length hold in every search: greedy, sampling, beam.
+TEST(Generation, ForbiddenTokensAreNeverGenerated) {
+  HandSetModel model;
+  Tensor src = from_vector<int64_t>({0}, {1, 1});
+  GenerationOptions no_a = hand_options();
+  no_a.suppress = {kA};
+  EXPECT_EQ(greedy_search(model, src, no_a)[0], std::vector<int64_t>{kB});
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    const std::vector<int64_t> drawn = sample(model, src, no_a, {.seed = seed})[0];
+    EXPECT_EQ(std::count(drawn.begin(), drawn.end(), kA), 0);
+  }
+  const auto beams = beam_search(model, src, no_a, {.beam_size = 3});
+  for (const Hypothesis& h : beams[0])
+    EXPECT_EQ(std::count(h.tokens.begin(), h.tokens.end(), kA), 0);
+  // <eos> after A is forbidden at the second step: A, then A (first of the tied 0.25s), then <eos>.
+  GenerationOptions two = hand_options();
+  two.min_length = 2;
+  EXPECT_EQ(greedy_search(model, src, two)[0], (std::vector<int64_t>{kA, kA}));
+  const auto long_beams = beam_search(model, src, two, {.beam_size = 3});
+  for (const Hypothesis& h : long_beams[0]) EXPECT_GE(h.tokens.size(), 2u);
+  // One token at most and it is <eos>: every output is empty, not cut off.
+  GenerationOptions one = hand_options();
+  one.max_length = 1;
+  EXPECT_EQ(greedy_search(model, src, one)[0], std::vector<int64_t>{kA});  // cut off
+  one.force_eos_at_max_length = true;
+  EXPECT_TRUE(greedy_search(model, src, one)[0].empty());
+  EXPECT_TRUE(sample(model, src, one, {.seed = 3})[0].empty());
+  EXPECT_TRUE(beam_search(model, src, one, {.beam_size = 2})[0].front().tokens.empty());
+}
+
 TEST(Generation, RejectsBadOptions) {
   HandSetModel model;
   Tensor src = from_vector<int64_t>({0}, {1, 1});
@@ -120,6 +151,13 @@ TEST(Generation, RejectsBadOptions) {
   EXPECT_SG_ERROR(sample(model, src, hand_options(), {.temperature = 0.0}), "temperature");
   EXPECT_SG_ERROR(sample(model, src, hand_options(), {.top_k = -1}), "top_k");
   EXPECT_SG_ERROR(greedy_search(model, src, {.max_length = 0}), "max_length");
+  GenerationOptions bad = hand_options();
+  bad.min_length = 5;
+  EXPECT_SG_ERROR(greedy_search(model, src, bad), "min_length must be in [0, max_length 5), got 5");
+  bad = hand_options(), bad.suppress = {kEos};
+  EXPECT_SG_ERROR(greedy_search(model, src, bad), "which is not a token id other than eos");
+  bad = hand_options(), bad.suppress = {7};
+  EXPECT_SG_ERROR(greedy_search(model, src, bad), "suppress holds 7, outside the vocabulary of 5");
   EXPECT_SG_ERROR(greedy_search(model, from_vector<int64_t>({0}, {1}), hand_options()),
                   "src must be [B, S]");
 }

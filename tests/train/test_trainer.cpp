@@ -80,6 +80,10 @@ class Regression : public TrainingTask {
     md.expect_format("test-regression", "a regression checkpoint");
     data_.set_state(md.unsigned_integer("data_rng"));
   }
+  std::vector<NamedPath> input_files() const override {
+    if (input.empty()) return {};
+    return {{"--data", input}};
+  }
   void on_evaluation(int64_t step, const Metrics& /*metrics*/, bool best) override {
     evaluations.push_back(step);
     bests.push_back(best);
@@ -88,6 +92,7 @@ class Regression : public TrainingTask {
   int64_t steps_seen = 0, nan_at = 0;  // nan_at > 0: that step's loss is NaN
   std::string extra_key;               // a metadata key the task should not write
   bool rowless_batch = false;          // next_batch gives a 0-d tensor
+  std::string input;                   // a file the task reads, as --data
   std::vector<int64_t> evaluations;
   std::vector<bool> bests;
 
@@ -167,6 +172,7 @@ TEST(TrainLoop, SummaryAndMetricsJson) {
   EXPECT_EQ(j.at("gradient_bytes_per_step"), 0);
   EXPECT_EQ(j.at("optimizer_state_bytes_per_rank"), (nlohmann::json{2 * 4 * weights}));
   EXPECT_EQ(r.summary.find("ranks:"), std::string::npos) << r.summary;
+  EXPECT_TRUE(fs::exists(dir / "run/loss.svg"));  // the loop's chart, for every task
   // A metrics path the end of the run could not replace is refused before the first step.
   TrainerOptions to_directory = options_in(dir / "to_directory");
   to_directory.metrics_json = dir / "run";
@@ -331,6 +337,48 @@ TEST(TrainLoop, TheMeanOfTheLastCheckpointsIsEvaluatedAndSaved) {
   expect_same(read_checkpoint(dir / "avg/last.safetensors").model,
               nn::load_safetensors(dir / "avg/checkpoint-20.safetensors").tensors,
               "last vs checkpoint-20");
+}
+
+// No output lands on an input or on the run's own files, and a resume reads the same input.
+TEST(TrainLoop, OutputsNeverReplaceInputsOrTheRunsFilesAndAResumeReadsTheSameInput) {
+  TempDir dir;
+  const std::string data = dir / "data.txt";
+  std::ofstream(data) << "the task's data\n";
+  const auto fit_with = [&](auto change, bool resume = false) {
+    TrainerOptions o = options_in(dir / "run");
+    o.resume = resume;
+    change(o);
+    Training run(o);
+    run.task->input = data;
+    return run.fit();
+  };
+  EXPECT_SG_ERROR(fit_with([&](TrainerOptions& o) { o.metrics_json = data; }),
+                  "--metrics-json " + data + " is --data (" + data + "): writing there would");
+  EXPECT_SG_ERROR(fit_with([&](TrainerOptions& o) { o.log_jsonl = dir / "run/last.safetensors"; }),
+                  "is a checkpoint's name in the run directory");
+  EXPECT_SG_ERROR(fit_with([&](TrainerOptions& o) { o.metrics_json = dir / "run"; }), "is --out");
+  EXPECT_SG_ERROR(fit_with([&](TrainerOptions& o) { o.metrics_json = o.log_jsonl = dir / "m"; }),
+                  "--log-jsonl " + (dir / "m") + " is also --metrics-json");
+  EXPECT_SG_ERROR(fit_with([&](TrainerOptions& o) { o.log_jsonl = data + "/x.jsonl"; }),
+                  "--log-jsonl: cannot create the directory of");
+  EXPECT_FALSE(fs::exists(dir / "run"));  // each refused before the run started
+  std::ifstream in(data);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "the task's data\n");
+  // Stopped at step 12 after its evaluation at 10 and killed: the log's line of a later step (as
+  // a killed run leaves it, with half a line after it) goes on --resume, and no line repeats.
+  const std::string log = dir / "logs/run.jsonl";
+  fit_with([&](TrainerOptions& o) { o.stop_after = 12, o.log_jsonl = log; });
+  std::ofstream(log, std::ios::app) << "{\"step\": 20, \"loss\": 1}\n{\"step\": 2";
+  fit_with([&](TrainerOptions& o) { o.log_jsonl = log; }, /*resume=*/true);
+  std::ifstream lines(log);
+  std::vector<int64_t> steps;
+  for (std::string line; std::getline(lines, line);)
+    steps.push_back(nlohmann::json::parse(line).at("step"));
+  EXPECT_EQ(steps, (std::vector<int64_t>{10, 20, 30}));
+  // Other contents under the same name: the resume is refused, naming the flag.
+  std::ofstream(data) << "other data\n";
+  EXPECT_SG_ERROR(fit_with([](TrainerOptions&) {}, /*resume=*/true),
+                  "--resume: --data " + data + " is not the file the run was trained on");
 }
 
 TEST(TrainLoop, BadOptionsAndAClashingTaskAreClearErrors) {

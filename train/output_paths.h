@@ -1,0 +1,36 @@
+// An output must not land on what a program reads or keeps.
+//
+// A path given for an output (--metrics-json, --log-jsonl, an SVG, a predictions file) that names
+// an input (--data, --checkpoint) or a file the run keeps (its model, its last checkpoint) would
+// replace that file: the dictionary, the model or the resume lost, and the program ends well.
+// So every output is compared with every such path before any work starts, and the clash is an
+// error naming both flags.
+//
+//   sg::train::check_outputs({{"--metrics-json", metrics}},
+//                            {{"--data", data}, {"--checkpoint", checkpoint}});
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sg::train {
+
+// A path with the flag (or the words) that gave it: {"--data", "cmudict.dict"}.
+struct NamedPath {
+  std::string flag, path;
+};
+
+// Whether two paths name the same file: the same file when both exist (links followed), else the
+// same absolute, normalized path ("runs/x" and "./runs/x" before either is written).
+bool same_file(const std::string& a, const std::string& b);
+
+// An error naming both when an output is one of `kept` or another output; empty paths are skipped
+// (an output not asked for).
+void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& kept);
+
+// An error naming `flag` unless lines can be appended at `path` later: an existing regular file,
+// or a new file, whose missing parent directories this creates now. So an --log-jsonl that
+// cannot be written fails before the first step, not at the first evaluation.
+void check_can_append(const std::string& path, const std::string& flag);
+
+}  // namespace sg::train
