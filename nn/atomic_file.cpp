@@ -96,7 +96,11 @@ void AtomicFile::commit() {
 void write_file_atomically(const std::string& path, const std::string& text,
                            const std::string& op) {
   std::filesystem::path target(path);
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path());
+  if (target.has_parent_path()) {
+    std::error_code error;
+    std::filesystem::create_directories(target.parent_path(), error);
+    SG_CHECK(!error, "{}: cannot create the directory of {}: {}", op, path, error.message());
+  }
   // Every write, the flush and the close are checked; on a failure the temporary file is removed
   // and the error says what failed (e.g. "No space left on device").
   AtomicFile file(path, op);

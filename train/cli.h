@@ -105,7 +105,8 @@ inline void add_data_parallel_flags(CLI::App& cmd, DataParallelOptions& options)
                "rank 0 prints and writes)");
   cmd.add_option("--bucket-mb", options.bucket_mb,
                  "with --distributed: MiB of gradients per all-reduce bucket (default 25)")
-      ->check(real_in(1e-6, 1e6));
+      ->check(real_in(1e-6, 1e6))
+      ->needs("--distributed");
 }
 
 // With parallel.distributed, before anything else: joins the job and refuses, on every rank

@@ -4,8 +4,9 @@
 //
 //   int64_t steps = sg::train::parse_number<int64_t>("1000", "--steps");
 //   bool pre_ln = sg::train::parse_bool(metadata.at("config.norm_first"), "'norm_first'");
-//   sg::train::check_range("--layers", layers, 1, 64);       // "--layers must be in [1, 64], got
-//   65" app.add_option("--steps", steps)->check(CLI::Validator(number_in<int64_t>(0, 1e9), "INT"));
+//   // "--layers must be in [1, 64], got 65":
+//   sg::train::check_range("--layers", layers, 1, 64);
+//   app.add_option("--steps", steps)->check(CLI::Validator(number_in<int64_t>(0, 1e9), "INT"));
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "autograd/error.h"
+#include "nn/atomic_file.h"
 
 namespace sg::train {
 
@@ -45,6 +46,12 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
                outputs[j].flag);
     }
   }
+}
+
+void check_replaced_output(const NamedPath& output, const std::vector<NamedPath>& kept) {
+  if (output.path.empty()) return;
+  nn::check_can_replace(output.path, output.flag);
+  check_outputs({output}, kept);
 }
 
 void check_can_append(const std::string& path, const std::string& flag) {

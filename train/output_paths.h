@@ -28,6 +28,10 @@ bool same_file(const std::string& a, const std::string& b);
 // (an output not asked for).
 void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& kept);
 
+// One file a program writes whole, replacing what is there: nn::check_can_replace (no FIFO, device
+// or directory there), then check_outputs against `kept`. Nothing for an empty path.
+void check_replaced_output(const NamedPath& output, const std::vector<NamedPath>& kept);
+
 // An error naming `flag` unless lines can be appended at `path` later: an existing regular file,
 // or a new file, whose missing parent directories this creates now. So an --log-jsonl that
 // cannot be written fails before the first step, not at the first evaluation.

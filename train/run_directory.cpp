@@ -18,8 +18,13 @@ RunDirectory::RunDirectory(std::string dir) : dir_(std::move(dir)) {
 
 void RunDirectory::prepare(bool resume, bool overwrite) const {
   SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
-  SG_CHECK(!fs::exists(dir_) || fs::is_directory(dir_), "{} exists and is not a directory", dir_);
-  fs::create_directories(dir_);
+  SG_CHECK(!fs::exists(dir_) || fs::is_directory(dir_), "--out {} exists and is not a directory",
+           dir_);
+  // A resume reads a run that is there; it never makes an empty directory first.
+  SG_CHECK(!resume || fs::exists(last()), "--resume: no checkpoint at {}", last());
+  std::error_code error;
+  fs::create_directories(dir_, error);
+  SG_CHECK(!error, "--out {}: cannot create the directory: {}", dir_, error.message());
   remove_stale_temporaries(dir_);
   if (resume) return;
   std::vector<std::string> files{last(), best(), legacy_optimizer(), averaged()};

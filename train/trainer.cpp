@@ -53,7 +53,7 @@ std::string TrainingTask::describe(const Metrics& metrics) const {
 }
 
 void TrainerOptions::validate() const {
-  SG_CHECK(!out_dir.empty(), "Trainer: out_dir is empty");
+  SG_CHECK(!out_dir.empty(), "--out is empty: give the run's directory");
   SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
   SG_CHECK(steps >= 1, "--steps must be at least 1, got {}", steps);
   SG_CHECK(stop_after >= 0, "Trainer: stop_after must not be negative, got {}", stop_after);
@@ -432,6 +432,10 @@ struct Trainer::Loop {
                           .print_every = o.print_every > 0 ? o.print_every : o.eval_every});
     }
     const int64_t end = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+    if (o.resume && step >= end && !o.quiet && ranks.writes()) {
+      fmt::print(stderr, "the run is at step {} already, --steps {}{}: nothing to train\n", step,
+                 o.steps, o.stop_after > 0 ? fmt::format(" --stop-after {}", o.stop_after) : "");
+    }
     model.train();
     while (step < end) {
       if (pending.empty()) window_start = Clock::now();

@@ -55,7 +55,7 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a, std::string& kernels) {
   cmd->add_option("--threads", a.threads,
                   "CPU threads: the fast kernels' pool and the BLAS library's, at most one "
                   "per core there (default: SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
-      ->check(CLI::Range(1, sg::cpu::kMaxThreads));
+      ->check(integer_in(1, sg::cpu::kMaxThreads));
   add_kernels_option(cmd, kernels);
   sg::train::add_data_parallel_flags(*cmd, o.parallel);
   cmd->add_flag("--zero1", o.zero1,
@@ -93,7 +93,7 @@ CLI::App* add_capture_command(CLI::App& app, CaptureArgs& a) {
   cmd->add_option("--batch-out", a.capture.batch_out,
                   "write the batch here (src, tgt), for scripts/capture_torch_step.py");
   cmd->add_option("--batch-size", a.capture.batch, "sequences in the batch (default 8)")
-      ->check(CLI::Range(1, 4096));
+      ->check(integer_in(1, 4096));
   cmd->add_option("--data-seed", a.capture.seed, "seed of the batch's sequences (default 1)");
   return cmd;
 }
@@ -102,7 +102,7 @@ std::pair<CLI::App*, CLI::App*> add_eval_and_decode(CLI::App& app, ModelArgs& a,
                                                     std::string& kernels) {
   CLI::App* eval = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
   eval->add_option("--checkpoint", a.checkpoint, "model.safetensors written by train")->required();
-  eval->add_option("--samples", a.samples, "sequences to decode")->check(CLI::Range(1, 10000000));
+  eval->add_option("--samples", a.samples, "sequences to decode")->check(integer_in(1, 10000000));
   eval->add_option("--seed", a.eval_seed, "seed of the fresh sequences");
   eval->add_option("--metrics-json", a.eval_metrics, "write the metrics here");
   add_kernels_option(eval, kernels);
@@ -116,7 +116,7 @@ std::pair<CLI::App*, CLI::App*> add_eval_and_decode(CLI::App& app, ModelArgs& a,
   decode->add_flag("--print-logits,--scores", a.print_logits,
                    "after each sequence, every step's chosen token, its log-probability and "
                    "the log-probabilities of the whole vocabulary");
-  decode->add_option("--beam", a.beam, "beam size (1 = greedy)")->check(CLI::Range(1, 64));
+  decode->add_option("--beam", a.beam, "beam size (1 = greedy)")->check(integer_in(1, 64));
   add_kernels_option(decode, kernels);
   return {eval, decode};
 }

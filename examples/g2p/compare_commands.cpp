@@ -95,6 +95,7 @@ std::vector<SplitSummary> write_split(const std::string& dict_path, const std::s
   for (const auto& [path, text] : files) {
     SG_CHECK(overwrite || !fs::exists(fs::symlink_status(path)),
              "g2p split: {} exists (give --overwrite to replace it)", path);
+    sg::nn::check_can_replace(path, "g2p split");  // a directory there: refused before any write
   }
   for (const auto& [path, text] : files) sg::nn::write_file_atomically(path, text, "g2p split");
   return summaries;
@@ -116,6 +117,7 @@ CLI::App* add_split_command(CLI::App& app, SplitArgs& a) {
 // The model's split as files, so that another system trains on exactly the train words and is
 // scored (g2p score) on exactly the test words.
 int run_split(const SplitArgs& a) {
+  SG_CHECK(!a.out.empty(), "g2p split: --out is empty: give the split's directory");
   for (const SplitSummary& s : write_split(a.data, a.out, a.overwrite)) {
     fmt::print("{}: {} words, {} pronunciations -> {}\n", s.name, s.words, s.pronunciations,
                fmt::join(s.files, ", "));
@@ -143,6 +145,7 @@ CLI::App* add_score_command(CLI::App& app, ScoreArgs& a) {
 
 // Another system's predictions, scored by the rule eval scores the model by.
 int run_score(const ScoreArgs& a) {
+  if (!a.metrics.empty()) sg::nn::check_can_replace(a.metrics, "--metrics-json");
   sg::train::check_outputs({{"--metrics-json", a.metrics}},
                            {{"REF", a.reference}, {"PRED", a.predictions}});
   const sg::data::Comparison c = predictions_for("score", a.reference, a.predictions);
@@ -185,6 +188,7 @@ CLI::App* add_compare_command(CLI::App& app, CompareArgs& a) {
 // Two systems on the same words (sg::data::compare_systems), e.g. the model's beam-search
 // predictions (g2p pronounce < test.words) against Phonetisaurus'.
 int run_compare(const CompareArgs& a) {
+  if (!a.metrics.empty()) sg::nn::check_can_replace(a.metrics, "--metrics-json");
   sg::train::check_outputs(
       {{"--metrics-json", a.metrics}},
       {{"REF", a.reference}, {"FIRST", a.first}, {"SECOND", a.second}, {"--train", a.train}});
@@ -211,9 +215,11 @@ CLI::App* add_ngram_command(CLI::App& app, NgramArgs& a) {
       "ngram", "train the joint-sequence n-gram (sg::data::JointSequenceG2p) and score it");
   a.data = sg::data::default_cmudict_path();
   cmd->add_option("--data", a.data, "cmudict.dict");
-  cmd->add_option("--order", a.order, "n-gram order")->check(CLI::Range(1, 8));
-  cmd->add_option("--iterations", a.iterations, "rounds of EM")->check(CLI::Range(1, 1000));
-  cmd->add_option("--beam", a.beam, "hypotheses per letter")->check(CLI::Range(1, 100000));
+  cmd->add_option("--order", a.order, "n-gram order")->check(sg::train::integer_in(1, 8));
+  cmd->add_option("--iterations", a.iterations, "rounds of EM")
+      ->check(sg::train::integer_in(1, 1000));
+  cmd->add_option("--beam", a.beam, "hypotheses per letter")
+      ->check(sg::train::integer_in(1, 100000));
   cmd->add_option("--split", a.split, "dev | test")->check(CLI::IsMember({"dev", "test"}));
   cmd->add_option("--limit", a.limit, "only the first N words (0 = all)")
       ->check(sg::train::integer_in(0, 1'000'000'000));

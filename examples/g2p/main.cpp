@@ -75,7 +75,7 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
 
 int run_pronounce(const std::string& checkpoint, std::vector<std::string> words, int64_t beam,
                   double length_penalty, const std::string& attention) {
-  sg::train::check_outputs({{"--attention", attention}}, {{"--checkpoint", checkpoint}});
+  sg::train::check_replaced_output({"--attention", attention}, {{"--checkpoint", checkpoint}});
   Model model = load_model(checkpoint);
   if (words.empty()) {
     for (std::string line; std::getline(std::cin, line);) {
@@ -199,7 +199,7 @@ struct DecodeArgs {
 void add_ngram_order(CLI::App* cmd, DecodeArgs& a) {
   cmd->add_option("--ngram-order", a.ngram_order,
                   "order of the joint-sequence n-gram trained on the training split")
-      ->check(CLI::Range(1, sg::data::NgramModel::kMaxOrder));
+      ->check(integer_in(1, sg::data::NgramModel::kMaxOrder));
 }
 
 struct DecodeCommands {
@@ -211,7 +211,7 @@ DecodeCommands add_decode_commands(CLI::App& app, DecodeArgs& a) {
   c.eval = app.add_subcommand("eval", "WER and PER on the test (or dev) split");
   c.eval->add_option("--checkpoint", a.checkpoint, "model.safetensors of a run");
   c.eval->add_option("--data", a.data, "cmudict.dict");
-  c.eval->add_option("--beam", a.beam, "beam size (1 = greedy only)")->check(CLI::Range(1, 64));
+  c.eval->add_option("--beam", a.beam, "beam size (1 = greedy only)")->check(integer_in(1, 64));
   c.eval
       ->add_option("--length-penalty", a.length_penalty,
                    "beam search ranks log P / length^this (0: by probability; 1: per phoneme)")
@@ -231,7 +231,7 @@ DecodeCommands add_decode_commands(CLI::App& app, DecodeArgs& a) {
   c.pronounce = app.add_subcommand("pronounce", "pronounce words (arguments or stdin)");
   c.pronounce->add_option("--checkpoint", a.checkpoint, "model.safetensors of a run");
   c.pronounce->add_option("--beam", a.pronounce_beam, "beam size (1 = greedy)")
-      ->check(CLI::Range(1, 64));
+      ->check(integer_in(1, 64));
   c.pronounce->add_option("--length-penalty", a.length_penalty, "as for eval")
       ->check(real_in(0, 100));
   c.pronounce->add_option("--attention", a.attention,
@@ -244,7 +244,7 @@ DecodeCommands add_decode_commands(CLI::App& app, DecodeArgs& a) {
   c.tune->add_option("--data", a.data, "cmudict.dict");
   c.tune->add_option("--beams", a.beams, "beam sizes, comma-separated")
       ->delimiter(',')
-      ->check(CLI::Range(1, 64));
+      ->check(integer_in(1, 64));
   c.tune->add_option("--length-penalties", a.penalties, "length penalties, comma-separated")
       ->delimiter(',')
       ->check(real_in(0, 100));

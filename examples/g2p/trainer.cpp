@@ -226,7 +226,8 @@ sg::train::FitResult train(const Config& config, const sg::train::TrainerOptions
   config.loop.apply_to(loop);
   loop.print_every = std::max<int64_t>(1, config.loop.eval_every / 10);
   loop.monitor = "dev_wer", loop.maximize = false;
-  loop.divergence_advice = "lower --lr-factor or raise --warmup";
+  loop.divergence_advice = config.schedule == "cosine" ? "lower --lr or raise --warmup"
+                                                       : "lower --lr-factor or raise --warmup";
   sg::train::Trainer trainer(*model.transformer, optimizer, *schedule, loop);
   sg::train::FitResult result = trainer.fit(task);
   if (result.best_step > 0) {

@@ -170,7 +170,8 @@ class WordsTask : public sg::train::TrainingTask {
 
 int train(Config& config, const sg::train::TrainerOptions& options,
           const sg::train::DataParallelOptions& parallel) {
-  SG_CHECK(config.warmup < config.loop.steps, "words: --warmup {} must be below --steps {}",
+  SG_CHECK(config.lr > 0 && config.warmup < config.loop.steps,
+           "words: --lr {} must be positive and --warmup {} below --steps {}", config.lr,
            config.warmup, config.loop.steps);
   sg::train::join_with_same_flags(parallel, config.schema(), options, "words train");
   const Words words = read_words(config.data);
@@ -234,7 +235,9 @@ int main(int argc, char** argv) {
   sample_cmd->add_option("--top-k", s.top_k, "0: every letter")
       ->check(sg::train::integer_in(0, 1000));
   sample_cmd->add_option("--seed", s.seed)->check(sg::train::integer_in(0, INT64_MAX));
-  sample_cmd->add_flag("--greedy", greedy, "the likeliest letter each time (all words alike)");
+  sample_cmd->add_flag("--greedy", greedy, "the likeliest letter each time (all words alike)")
+      ->excludes("--temperature")
+      ->excludes("--top-k");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*sample_cmd) return sample(checkpoint, count, s, greedy);

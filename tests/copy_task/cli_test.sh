@@ -10,7 +10,7 @@ expect_error "--dropout: '0x1p-3' is not a number in [0, 1]" train --dropout 0x1
   --out "$dir/x"
 expect_error "--label-smoothing: '' is not a number" train --label-smoothing '' --steps 1 --out "$dir/x"
 # Thread counts: bounded, and the environment's read strictly (a typo is not "every core").
-expect_error "--threads: Value 4096 not in range" train --threads 4096 --steps 1 --out "$dir/x"
+expect_error "--threads: '4096' is not an integer in [1, " train --threads 4096 --steps 1 --out "$dir/x"
 for bad in 0 abc -3 99999; do
   SCRATCHGRAD_NUM_THREADS=$bad expect_error \
     "SCRATCHGRAD_NUM_THREADS: expected a whole number of threads from 1 to 1024, got '$bad'" \

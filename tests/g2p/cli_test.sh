@@ -125,6 +125,9 @@ expect_error "--limit: '-1' is not an integer in [0, 1000000000]" eval \
   --checkpoint "$dir/levers/model.safetensors" --data "$dict" --limit -1
 expect_error "--checkpoint-every must be positive" train --data "$dict" --out "$dir/x" \
   --average-last 3 --checkpoint-every 0
+expect_error "--beam: '0x5' is not an integer in [1, 64]" eval --beam 0x5
+expect_error "--order: ' 5' is not an integer in [1, 8]" ngram --order ' 5'
+expect_error "--beams: '' is not an integer in [1, 64]" tune --beams ''
 
 # split and score: the split as dictionary files for another G2P system, and predictions scored
 # as eval scores the model (here the test split itself: a perfect prediction).

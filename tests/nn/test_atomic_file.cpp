@@ -122,6 +122,9 @@ TEST(SerializeAtomicFile, WriteFileAtomicallySaysWhyAWriteFailedAndLeavesNoTempo
   // A folder that does not exist yet is created.
   write_file_atomically(dir / "a/b/c.txt", "text");
   EXPECT_EQ(read_bytes(dir / "a/b/c.txt"), "text");
+  // One that cannot be (a file is in the way) is an error naming the operation and the path.
+  EXPECT_SG_ERROR(write_file_atomically(dir / "a/b/c.txt/d.txt", "text", "g2p split"),
+                  "g2p split: cannot create the directory of " + (dir / "a/b/c.txt/d.txt"));
 }
 
 // The rename would replace a FIFO, a device or a directory given as the output with a regular

@@ -40,7 +40,12 @@ TEST(TrainRunDirectory, AnExistingRunIsContinuedOrReplacedOnlyWhenAsked) {
   EXPECT_SG_ERROR(run.read_last(), "--resume: no checkpoint at " + run.last());
   write_bytes(dir / "file", "x");
   EXPECT_SG_ERROR(RunDirectory(dir / "file").prepare(false, false),
-                  "exists and is not a directory");
+                  "--out " + (dir / "file") + " exists and is not a directory");
+  // A resume of nothing is refused before any directory is made.
+  EXPECT_SG_ERROR(RunDirectory(dir / "none").prepare(true, false), "--resume: no checkpoint at");
+  EXPECT_FALSE(fs::exists(dir / "none"));
+  EXPECT_SG_ERROR(RunDirectory(dir / "file/run").prepare(false, false),
+                  "--out " + (dir / "file/run") + ": cannot create the directory");
 }
 
 TEST(TrainRunDirectory, StaleTemporaryFilesOfKilledWritersAreRemoved) {
@@ -55,7 +60,7 @@ TEST(TrainRunDirectory, StaleTemporaryFilesOfKilledWritersAreRemoved) {
   write_bytes(stale, "half a checkpoint");
   write_bytes(alive, "being written by a live process");
   write_bytes(other, "not ours");
-  RunDirectory(dir.path().string()).prepare(/*resume=*/true, false);
+  RunDirectory(dir.path().string()).prepare(/*resume=*/false, false);
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(alive));  // its writer may still finish
   EXPECT_TRUE(fs::exists(other));

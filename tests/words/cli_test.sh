@@ -48,7 +48,25 @@ expect_error "--steps: '0' is not an integer in [1, 1000000000]" train --steps 0
 expect_error "--metrics-json: cannot write /dev/null: it is a character device" train --data "$dict" \
   --steps 5 --warmup 1 --out "$dir/devnull" --metrics-json /dev/null
 [[ ! -e $dir/devnull/last.safetensors ]] || { echo "FAIL: trained before refusing /dev/null"; failures=$((failures + 1)); }
-expect_error "words: --warmup 200 must be below --steps 5" train --data "$dict" --steps 5 --out "$dir/x"
+expect_error "--warmup 200 below --steps 5" train --data "$dict" --steps 5 --out "$dir/x"
+expect_error "words: --lr 0 must be positive" train --data "$dict" --lr 0 --steps 5 --warmup 1 \
+  --out "$dir/x"
+expect_error "--temperature excludes --greedy" sample --greedy --temperature 2
+# An output onto the run's own checkpoint or onto the dictionary is refused before the run; a
+# resume on another dictionary is refused by name.
+expect_error "--metrics-json $dir/run/last.safetensors is a checkpoint's name in the run directory" \
+  train "${small[@]}" --steps 80 --layers 2 --resume --out "$dir/run" \
+  --metrics-json "$dir/run/last.safetensors"
+expect_error "--log-jsonl $dict is --data" train "${small[@]}" --steps 80 --layers 2 --resume \
+  --out "$dir/run" --log-jsonl "$dict"
+head -n 200 "$dict" >"$dir/other.dict"
+expect_error "--resume: --data $dir/other.dict is not the file the run was trained on" train \
+  "${small[@]/#$dict/$dir/other.dict}" --steps 80 --layers 2 --resume --out "$dir/run"
+# Samples are letters only: no <unk>, no empty word, none longer than 24 letters.
+expect_ok "" sample --checkpoint "$dir/run/model.safetensors" --count 500 --temperature 5 --top-k 0
+if grep -q '[<>]' "$dir/out" || grep -q '^$' "$dir/out" || awk 'length > 24 {f = 1} END {exit !f}' "$dir/out"; then
+  echo "FAIL: a sample that is not a word of 1 to 24 letters"; failures=$((failures + 1))
+fi
 expect_error "$dir/missing.dict" train --data "$dir/missing.dict" --out "$dir/x"
 expect_error "does not exist" sample --checkpoint "$dir/missing.safetensors"
 head -c 100 /dev/urandom >"$dir/garbage.safetensors"
