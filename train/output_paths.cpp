@@ -54,13 +54,34 @@ void check_replaced_output(const NamedPath& output, const std::vector<NamedPath>
   check_outputs({output}, kept);
 }
 
+void check_run_outputs(const std::string& run_dir, const std::string& metrics_json,
+                       const std::string& log_jsonl, std::vector<NamedPath> inputs) {
+  if (!metrics_json.empty()) nn::check_can_replace(metrics_json, "--metrics-json");
+  const std::vector<NamedPath> outputs{{"--metrics-json", metrics_json},
+                                       {"--log-jsonl", log_jsonl}};
+  for (const NamedPath& out : outputs) {
+    if (out.path.empty()) continue;
+    const fs::path path(out.path);
+    // The run's checkpoints: model, last, averaged, checkpoint-<step>.
+    SG_CHECK(path.extension() != ".safetensors" ||
+                 !same_file(path.has_parent_path() ? path.parent_path().string() : ".", run_dir),
+             "{} {} is a checkpoint's name in the run directory {}: writing there would replace "
+             "one; write elsewhere",
+             out.flag, out.path, run_dir);
+  }
+  inputs.push_back({"--out", run_dir});
+  check_outputs(outputs, inputs);
+  check_can_append(log_jsonl, "--log-jsonl");  // last: it creates the log's directory
+}
+
 void check_can_append(const std::string& path, const std::string& flag) {
   if (path.empty()) return;
   std::error_code error;
   const fs::file_status status = fs::status(path, error);
   if (fs::exists(status)) {
-    SG_CHECK(fs::is_regular_file(status), "{}: cannot append to {}: it is not a regular file", flag,
-             path);
+    // A FIFO or a device is written to, not replaced (a log may stream to a reader); a directory
+    // cannot be.
+    SG_CHECK(!fs::is_directory(status), "{}: cannot append to {}: it is a directory", flag, path);
     return;
   }
   const fs::path parent = fs::path(path).parent_path();

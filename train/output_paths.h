@@ -32,9 +32,16 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
 // or directory there), then check_outputs against `kept`. Nothing for an empty path.
 void check_replaced_output(const NamedPath& output, const std::vector<NamedPath>& kept);
 
-// An error naming `flag` unless lines can be appended at `path` later: an existing regular file,
-// or a new file, whose missing parent directories this creates now. So an --log-jsonl that
-// cannot be written fails before the first step, not at the first evaluation.
+// What a training run writes besides its checkpoints, checked before the run starts (and before
+// --overwrite removes anything): --metrics-json can be replaced and --log-jsonl appended to, and
+// neither is one of `inputs`, the run directory, a checkpoint's name in it, or the other.
+void check_run_outputs(const std::string& run_dir, const std::string& metrics_json,
+                       const std::string& log_jsonl, std::vector<NamedPath> inputs);
+
+// An error naming `flag` unless lines can be appended at `path` later: anything there but a
+// directory (a FIFO with a reader streams the log), or a new file, whose missing parent
+// directories this creates now. So a --log-jsonl that cannot be opened fails before the first
+// step, not at the first evaluation.
 void check_can_append(const std::string& path, const std::string& flag);
 
 }  // namespace sg::train

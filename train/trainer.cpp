@@ -389,31 +389,10 @@ struct Trainer::Loop {
     trainer.schedule_.step();  // the lr of the next update
   }
 
-  // Before the run, not after it: an output that cannot be written, or that would replace a file
-  // the run reads or keeps, is an error now (before --overwrite removes anything).
-  void check_outputs_before_the_run() const {
-    if (!o.metrics_json.empty()) nn::check_can_replace(o.metrics_json, "--metrics-json");
-    const std::vector<NamedPath> outputs{{"--metrics-json", o.metrics_json},
-                                         {"--log-jsonl", o.log_jsonl}};
-    std::vector<NamedPath> kept = task.input_files();
-    kept.push_back({"--out", run.path()});
-    for (const NamedPath& out : outputs) {
-      if (out.path.empty()) continue;
-      const std::filesystem::path path(out.path);
-      // The run's checkpoints: model, last, averaged, checkpoint-<step>.
-      SG_CHECK(
-          path.extension() != ".safetensors" ||
-              !same_file(path.has_parent_path() ? path.parent_path().string() : ".", run.path()),
-          "{} {} is a checkpoint's name in the run directory {}: writing there would replace "
-          "one; write elsewhere",
-          out.flag, out.path, run.path());
-    }
-    check_outputs(outputs, kept);
-    check_can_append(o.log_jsonl, "--log-jsonl");  // last: it creates the log's directory
-  }
-
   FitResult fit() {
-    check_outputs_before_the_run();
+    // Before the run, not after it: an output that cannot be written, or that would replace a
+    // file the run reads or keeps, is an error now.
+    check_run_outputs(run.path(), o.metrics_json, o.log_jsonl, task.input_files());
     digest_inputs();
     run.prepare(o.resume, o.overwrite);
     if (o.resume) {

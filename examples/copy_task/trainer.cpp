@@ -17,6 +17,7 @@
 #include "train/line_chart.h"
 #include "train/metrics_log.h"
 #include "train/mixed_precision.h"
+#include "train/output_paths.h"
 #include "train/progress.h"
 
 namespace copy_task {
@@ -172,9 +173,9 @@ void save_initial_checkpoint(const std::string& path, const Config& config) {
 TrainSummary train(const Config& config, const TrainOptions& options) {
   config.validate();
   options.validate();
-  // Before the run, not after it: a path the metrics cannot replace is an error now.
-  if (!options.metrics_json.empty())
-    sg::nn::check_can_replace(options.metrics_json, "--metrics-json");
+  // Before the run, not after it: an output that cannot be written, or that would replace a file
+  // of the run, is an error now.
+  sg::train::check_run_outputs(options.out_dir, options.metrics_json, options.log_jsonl, {});
   if (options.parallel.distributed) {  // before anything else: ranks started differently stop here
     sg::train::join_distributed_job();
     check_same_settings_on_every_rank(config, options);
@@ -206,6 +207,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   state.bf16 = options.bf16;
   if (options.resume) {
     state = resume_from(run, config, options.bf16, *model, *optimizer);
+    // A killed run's log lines after its checkpoint go: the resumed run writes them again.
+    if (sg::train::distributed_rank() == 0)
+      sg::train::drop_json_lines_after(options.log_jsonl, state.step, "--log-jsonl");
     data.set_state(state.data_rng);
     held_out.set_state(state.eval_rng);
   }

@@ -16,6 +16,8 @@ for bad in 0 abc -3 99999; do
     "SCRATCHGRAD_NUM_THREADS: expected a whole number of threads from 1 to 1024, got '$bad'" \
     train --steps 1 --out "$dir/threads-$bad"
 done
+expect_error "--metrics-json $dir/x/model.safetensors is a checkpoint's name in the run directory" \
+  train --steps 1 --out "$dir/x" --metrics-json "$dir/x/model.safetensors"
 expect_error "A subcommand is required" 
 expect_error "d_model 30 is not divisible by heads 4" train --d-model 30 --heads 4 --steps 1 --out "$dir/x"
 expect_error "min-len must be in [2, length=10]" train --min-len 12 --steps 1 --out "$dir/x"

@@ -361,6 +361,8 @@ TEST(TrainLoop, OutputsNeverReplaceInputsOrTheRunsFilesAndAResumeReadsTheSameInp
                   "--log-jsonl " + (dir / "m") + " is also --metrics-json");
   EXPECT_SG_ERROR(fit_with([&](TrainerOptions& o) { o.log_jsonl = data + "/x.jsonl"; }),
                   "--log-jsonl: cannot create the directory of");
+  EXPECT_SG_ERROR(fit_with([&](TrainerOptions& o) { o.log_jsonl = dir.path().string(); }),
+                  "--log-jsonl: cannot append to " + dir.path().string() + ": it is a directory");
   EXPECT_FALSE(fs::exists(dir / "run"));  // each refused before the run started
   std::ifstream in(data);
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "the task's data\n");
