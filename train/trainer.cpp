@@ -201,6 +201,9 @@ struct Trainer::Loop {
     check_same_inputs(last);
     task.load_checkpoint(last);
     restore(last, model, &trainer.optimizer_);
+    // The lr of the next update, from the restored step count: a checkpoint written mid-run holds
+    // the lr of the step just taken (the schedule steps after the checkpoints of a step).
+    trainer.schedule_.step();
     if (trainer.ema_) restore_ema(last, *trainer.ema_);
     const MetadataReader md(last.metadata, last.path);
     step = md.integer("step");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,12 +88,14 @@ class Regression : public TrainingTask {
   void on_evaluation(int64_t step, const Metrics& /*metrics*/, bool best) override {
     evaluations.push_back(step);
     bests.push_back(best);
+    if (at_evaluation) at_evaluation(step);
   }
 
-  int64_t steps_seen = 0, nan_at = 0;  // nan_at > 0: that step's loss is NaN
-  std::string extra_key;               // a metadata key the task should not write
-  bool rowless_batch = false;          // next_batch gives a 0-d tensor
-  std::string input;                   // a file the task reads, as --data
+  int64_t steps_seen = 0, nan_at = 0;          // nan_at > 0: that step's loss is NaN
+  std::string extra_key;                       // a metadata key the task should not write
+  bool rowless_batch = false;                  // next_batch gives a 0-d tensor
+  std::string input;                           // a file the task reads, as --data
+  std::function<void(int64_t)> at_evaluation;  // called with the step of each evaluation
   std::vector<int64_t> evaluations;
   std::vector<bool> bests;
 
@@ -268,6 +271,28 @@ TEST(TrainLoop, ResumeContinuesBitForBit) {
                   "was trained in float32, and this run asks for bfloat16 autocast: a resumed run "
                   "keeps its precision (drop --bf16, or train another run with another --out or "
                   "--overwrite)");
+}
+
+// A killed run resumes from the last.safetensors written mid-run (not at a stop_after end): the
+// schedule's lr of the next step is recomputed from the restored step count, so the run goes on
+// as if never stopped (the lr the file holds is that of the step just taken).
+TEST(TrainLoop, AKilledRunResumesFromACheckpointWrittenMidRunBitForBit) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "run");
+  o.checkpoint_every = 10;
+  Training whole(o);
+  // At the evaluation of step 20, last.safetensors is still step 10's: keep it, as a kill at
+  // step 15 would have left it.
+  whole.task->at_evaluation = [&](int64_t step) {
+    if (step == 20) fs::copy_file(dir / "run/last.safetensors", dir / "step10.safetensors");
+  };
+  const FitResult w = whole.fit();
+  fs::copy_file(dir / "step10.safetensors", dir / "run/last.safetensors",
+                fs::copy_options::overwrite_existing);
+  o.resume = true;
+  const FitResult resumed = Training(o).fit();
+  EXPECT_EQ(resumed.history.losses, w.history.losses);
+  EXPECT_EQ(resumed.history.eval("mse"), w.history.eval("mse"));
 }
 
 TEST(TrainLoop, ADivergedRunStopsBeforeAnythingBrokenIsSaved) {
