@@ -256,7 +256,7 @@ struct Trainer::Loop {
     SG_CHECK(was.is_object(), "{}: checkpoint metadata 'input_files' is not a JSON object",
              last.path);
     for (const NamedPath& input : task.input_files()) {
-      SG_CHECK(!was.contains(input.flag) || was[input.flag] == input_digests[input.flag],
+      SG_CHECK(!was.contains(input.flag) || was.at(input.flag) == input_digests.at(input.flag),
                "--resume: {} {} is not the file the run was trained on (its contents differ); "
                "give that file, or start a new run",
                input.flag, input.path);
