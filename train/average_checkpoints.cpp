@@ -6,6 +6,7 @@
 #include "nn/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/metadata.h"
+#include "train/output_paths.h"
 #include "train/run_directory.h"
 #include "train/saved_run_state.h"
 
@@ -126,14 +127,23 @@ nn::Metadata save_average(const AverageRequest& request, const std::vector<std::
   SG_CHECK(request.overwrite || !fs::exists(out),
            "average: --out {} exists; add --overwrite to replace it", out);
   const std::vector<std::string> paths = files_to_average(request);
-  for (const std::string& p : paths) {
-    SG_CHECK(!fs::exists(out) || !fs::equivalent(out, p),
+  for (size_t i = 0; i < paths.size(); ++i) {
+    SG_CHECK(!same_file(out, paths[i]),
              "average: --out {} is one of the checkpoints averaged; write the mean elsewhere", out);
+    for (size_t j = 0; j < i; ++j) {
+      SG_CHECK(!same_file(paths[i], paths[j]),
+               "average: {} is given twice (it would weigh double in the mean)", paths[i]);
+    }
   }
   nn::Metadata first, metadata;
   std::vector<int64_t> steps;
   const nn::NamedTensors mean = average_checkpoints(paths, [&](const Checkpoint& file) {
     if (check_file) check_file(file);
+    const auto weights = file.metadata.find("weights");
+    SG_CHECK(weights == file.metadata.end() || weights->second != "average",
+             "average: {} is itself a mean of checkpoints; average the step checkpoints themselves "
+             "(a mean of means weighs them unequally)",
+             file.path);
     steps.push_back(MetadataReader(file.metadata, file.path).integer("step"));
     if (steps.size() == 1) first = file.metadata;
     for (const std::string& key : must_agree) {

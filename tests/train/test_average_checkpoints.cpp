@@ -194,6 +194,15 @@ TEST(CheckpointAveraging, SaveAverageRefusesToOverwriteOrToMixModels) {
           {.run_dir = dir.path().string(), .out = run.step_checkpoint(2), .overwrite = true}, {}),
       "is one of the checkpoints averaged; write the mean elsewhere");
   EXPECT_EQ(nn::load_safetensors(run.step_checkpoint(2)).metadata.at("step"), "2");
+  // A file twice, or a file that is itself a mean, would weigh checkpoints unequally.
+  EXPECT_SG_ERROR(
+      save_average({.paths = {run.step_checkpoint(1), run.step_checkpoint(1)}, .out = out}, {}),
+      "average: " + run.step_checkpoint(1) + " is given twice");
+  save_average({.paths = {run.step_checkpoint(1), run.step_checkpoint(2)}, .out = out}, {});
+  EXPECT_SG_ERROR(
+      save_average({.paths = {out, run.step_checkpoint(2)}, .out = dir / "mean2.safetensors"}, {}),
+      "average: " + out + " is itself a mean of checkpoints");
+  std::filesystem::remove(out);
 
   // Files of another model: the keys that must agree are compared with the first file's.
   save_step_file(run.step_checkpoint(3), 3, 3, "4");
