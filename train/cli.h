@@ -4,7 +4,8 @@
 //
 //   app.add_option("--layers", layers, "encoder and decoder layers")
 //       ->check(sg::train::integer_in(1, 64));   // "--layers: '65' is not an integer in [1, 64]"
-//   app.add_option("--dropout", dropout)->check(sg::train::real_in(0, 1));
+//   app.add_option("--lr", lr)->check(sg::train::real_in(0, 1));     // [0, 1]
+//   app.add_option("--temperature", t)->check(real_in({.lo = 0, .hi = 100, .lo_open = true}));
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -30,9 +31,10 @@ inline CLI::Validator integer_in(int64_t lo, int64_t hi) {
 
 // The same for a floating-point flag: a decimal number, in range. CLI11's own conversion takes
 // "" as 0 and reads hexadecimal floats ("0x1p-3"), "inf" and "nan".
-inline CLI::Validator real_in(double lo, double hi) {
-  return CLI::Validator(number_in<double>(lo, hi), fmt::format("FLOAT in [{}, {}]", lo, hi));
+inline CLI::Validator real_in(const RealInterval& range) {
+  return CLI::Validator(number_in(range), fmt::format("FLOAT in {}", range.text()));
 }
+inline CLI::Validator real_in(double lo, double hi) { return real_in(RealInterval{lo, hi}); }
 
 // A flag for every option of a schema (option_schema.h), with its bounds and help: --eval-every
 // for "eval_every"; a boolean is a switch (--norm-first), or --no-norm-first when it is on by
@@ -46,7 +48,7 @@ inline void add_options(CLI::App& app, const OptionSchema& schema) {
       app.add_option(o.flag(), **u, o.help)
           ->check(CLI::Validator(number_in<uint64_t>(0, UINT64_MAX), "UINT"));
     } else if (auto* r = std::get_if<double*>(&o.value)) {
-      app.add_option(o.flag(), **r, o.help)->check(real_in(o.real_lo, o.real_hi));
+      app.add_option(o.flag(), **r, o.help)->check(real_in(o.real_range));
     } else if (auto* b = std::get_if<bool*>(&o.value)) {
       app.add_flag(**b ? "--no-" + o.flag().substr(2) + "{false}" : o.flag(), **b, o.help);
     } else {

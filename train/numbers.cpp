@@ -58,6 +58,29 @@ std::function<std::string(std::string&)> number_in(T lo, T hi) {
   };
 }
 
+bool RealInterval::contains(double value) const {
+  return (lo_open ? value > lo : value >= lo) && (hi_open ? value < hi : value <= hi);
+}
+
+std::string RealInterval::text() const {
+  return fmt::format("{}{}, {}{}", lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']');
+}
+
+void check_range(std::string_view flag, double value, const RealInterval& range) {
+  SG_CHECK(range.contains(value), "{} must be in {}, got {}", flag, range.text(), value);
+}
+
+std::function<std::string(std::string&)> number_in(const RealInterval& range) {
+  return [range](std::string& text) -> std::string {
+    try {
+      check_range("the value", parse_number<double>(text, "the value"), range);
+      return "";
+    } catch (const sg::Error&) {
+      return fmt::format("'{}' is not a number in {}", shown(text), range.text());
+    }
+  };
+}
+
 template int64_t parse_number<int64_t>(std::string_view, std::string_view, std::string_view);
 template uint64_t parse_number<uint64_t>(std::string_view, std::string_view, std::string_view);
 template double parse_number<double>(std::string_view, std::string_view, std::string_view);

@@ -19,30 +19,30 @@ std::string Option::flag() const {
 
 OptionSchema& OptionSchema::integer(std::string key, int64_t& value, int64_t lo, int64_t hi,
                                     OnResume rule, std::string help) {
-  options_.push_back({std::move(key), &value, lo, hi, 0, 0, rule, std::move(help)});
+  options_.push_back({std::move(key), &value, lo, hi, {}, rule, std::move(help)});
   return *this;
 }
 
 OptionSchema& OptionSchema::unsigned_integer(std::string key, uint64_t& value, OnResume rule,
                                              std::string help) {
-  options_.push_back({std::move(key), &value, 0, 0, 0, 0, rule, std::move(help)});
+  options_.push_back({std::move(key), &value, 0, 0, {}, rule, std::move(help)});
   return *this;
 }
 
 OptionSchema& OptionSchema::real(std::string key, double& value, double lo, double hi,
                                  OnResume rule, std::string help) {
-  options_.push_back({std::move(key), &value, 0, 0, lo, hi, rule, std::move(help)});
+  options_.push_back({std::move(key), &value, 0, 0, {lo, hi}, rule, std::move(help)});
   return *this;
 }
 
 OptionSchema& OptionSchema::boolean(std::string key, bool& value, OnResume rule, std::string help) {
-  options_.push_back({std::move(key), &value, 0, 0, 0, 0, rule, std::move(help)});
+  options_.push_back({std::move(key), &value, 0, 0, {}, rule, std::move(help)});
   return *this;
 }
 
 OptionSchema& OptionSchema::text(std::string key, std::string& value, OnResume rule,
                                  std::string help) {
-  options_.push_back({std::move(key), &value, 0, 0, 0, 0, rule, std::move(help)});
+  options_.push_back({std::move(key), &value, 0, 0, {}, rule, std::move(help)});
   return *this;
 }
 
@@ -53,6 +53,27 @@ Option& OptionSchema::last(const char* modifier) {
 
 OptionSchema& OptionSchema::flag(std::string name) {
   last("flag").flag_name = std::move(name);
+  return *this;
+}
+
+namespace {
+
+// The option a bound modifier applies to, which must be a real.
+Option& real_option(Option& o, const char* modifier) {
+  SG_CHECK(std::holds_alternative<double*>(o.value), "OptionSchema::{}: '{}' is not a real option",
+           modifier, o.key);
+  return o;
+}
+
+}  // namespace
+
+OptionSchema& OptionSchema::excluding_lo() {
+  real_option(last("excluding_lo"), "excluding_lo").real_range.lo_open = true;
+  return *this;
+}
+
+OptionSchema& OptionSchema::excluding_hi() {
+  real_option(last("excluding_hi"), "excluding_hi").real_range.hi_open = true;
   return *this;
 }
 
@@ -121,7 +142,7 @@ void OptionSchema::check() const {
     if (auto* i = std::get_if<int64_t*>(&o.value)) {
       check_range<int64_t>(o.flag(), **i, o.integer_lo, o.integer_hi);
     } else if (auto* r = std::get_if<double*>(&o.value)) {
-      check_range<double>(o.flag(), **r, o.real_lo, o.real_hi);
+      check_range(o.flag(), **r, o.real_range);
     } else if (auto* t = std::get_if<std::string*>(&o.value)) {
       check_choice(o, **t, o.flag());
     }
@@ -143,8 +164,7 @@ void OptionSchema::read(const ConfigMap& saved, const std::string& source) const
       **u = parse_number<uint64_t>(text, what, "an integer in [0, 2^64)");
     } else if (auto* r = std::get_if<double*>(&o.value)) {
       **r = parse_number<double>(text, what);
-      SG_CHECK(**r >= o.real_lo && **r <= o.real_hi, "{} is {}, not in [{}, {}]", what, **r,
-               o.real_lo, o.real_hi);
+      SG_CHECK(o.real_range.contains(**r), "{} is {}, not in {}", what, **r, o.real_range.text());
     } else if (auto* b = std::get_if<bool*>(&o.value)) {
       **b = parse_bool(text, what);
     } else {

@@ -10,7 +10,8 @@
 //     sg::train::OptionSchema schema() {
 //       return sg::train::OptionSchema()
 //           .integer("layers", layers, 1, 64, OnResume::kFixedModel, "Transformer blocks")
-//           .real("dropout", dropout, 0, 0.99, OnResume::kFixedModel, "dropout probability");
+//           .real("dropout", dropout, 0, 1, OnResume::kFixedModel, "dropout probability")
+//           .excluding_hi();                                          // [0, 1)
 //     }
 //   };
 //   sg::train::add_options(*train_cmd, config.schema());         // --layers, --dropout
@@ -26,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "train/numbers.h"
 #include "train/run_config.h"
 
 namespace sg::train {
@@ -35,7 +37,7 @@ struct Option {
   std::variant<int64_t*, uint64_t*, double*, bool*, std::string*> value;  // the config's member
   // The bounds of a number, for its flag and for a checkpoint's value.
   int64_t integer_lo = 0, integer_hi = 0;
-  double real_lo = 0, real_hi = 0;
+  RealInterval real_range;
   OnResume on_resume = OnResume::kFixed;
   std::string help;
   std::string flag_name;             // empty: from the key
@@ -57,8 +59,11 @@ class OptionSchema {
   OptionSchema& boolean(std::string key, bool& value, OnResume rule, std::string help);
   OptionSchema& text(std::string key, std::string& value, OnResume rule, std::string help);
   // Modifiers of the option added last: its flag when it is not the key's ("--ffn" for "d_ff"),
-  // the values a text may take, and the value a checkpoint written before it existed stands for.
+  // a real's bound left out of its range (dropout in [0, 1): 1 would drop everything), the values
+  // a text may take, and the value a checkpoint written before it existed stands for.
   OptionSchema& flag(std::string name);
+  OptionSchema& excluding_lo();
+  OptionSchema& excluding_hi();
   OptionSchema& one_of(std::vector<std::string> choices);
   OptionSchema& before_it_existed(std::string value);
   // An option no flag sets (a preset's value), named `shown_as` in resume's messages.

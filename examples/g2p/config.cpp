@@ -13,11 +13,14 @@ sg::train::OptionSchema Config::schema() {
       .integer("d_ff", d_ff, 1, kMaxFfn, OnResume::kFixedModel, "feed-forward width")
       .flag("--ffn")
       .real("dropout", dropout, 0, 1, OnResume::kFixedModel, "dropout probability")
+      .excluding_hi()
       .boolean("norm_first", norm_first, OnResume::kFixedModel,
                "layer norm before each sublayer (pre-LN) instead of after (post-LN)")
       .before_it_existed("false")
       .real("label_smoothing", label_smoothing, 0, 1, OnResume::kFixed, "label smoothing")
+      .excluding_hi()
       .real("lr_factor", lr_factor, 0, 1e30, OnResume::kFixed, "factor of --schedule noam")
+      .excluding_lo()
       .integer("warmup", warmup, 1, kMaxSteps, OnResume::kFixed, "warm-up steps")
       .text("schedule", schedule, OnResume::kFixed,
             "noam (the paper's) or cosine (warm-up, then down to 0 at --steps)")
@@ -41,10 +44,6 @@ void Config::validate() const {
   Config(*this).schema().check();  // every bound, as a flag and a checkpoint have them
   SG_CHECK(d_model % heads == 0, "g2p: --d-model {} must be a positive multiple of --heads {}",
            d_model, heads);
-  SG_CHECK(dropout < 1, "g2p: --dropout must be in [0, 1), got {}", dropout);
-  SG_CHECK(label_smoothing < 1, "g2p: --label-smoothing must be in [0, 1), got {}",
-           label_smoothing);
-  SG_CHECK(lr_factor > 0, "g2p: --lr-factor must be positive, got {}", lr_factor);
   SG_CHECK(schedule != "cosine" || (lr > 0 && warmup < loop.steps),
            "g2p: --schedule cosine needs --lr > 0 (got {}) and --warmup {} below --steps {}", lr,
            warmup, loop.steps);

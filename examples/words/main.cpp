@@ -22,7 +22,7 @@ namespace {
 
 using sg::Tensor;
 using sg::data::Vocabulary;
-using sg::train::OnResume;
+using sg::train::OnResume, sg::train::integer_in, sg::train::real_in;
 
 struct Config {
   std::string data;
@@ -42,7 +42,9 @@ struct Config {
         .integer("warmup", warmup, 0, 1000000000, OnResume::kFixed, "steps of rising lr")
         .integer("seed", seed, 0, INT64_MAX, OnResume::kFixed, "weights and data")
         .real("lr", lr, 0, 1, OnResume::kFixed, "peak learning rate (AdamW, cosine)")
-        .real("dropout", dropout, 0, 0.99, OnResume::kFixedModel, "dropout probability");
+        .excluding_lo()
+        .real("dropout", dropout, 0, 1, OnResume::kFixedModel, "dropout probability")
+        .excluding_hi();
   }
   sg::nn::DecoderOnlyOptions model_options(int64_t vocab) const {
     return {.vocab = vocab,
@@ -170,8 +172,7 @@ class WordsTask : public sg::train::TrainingTask {
 
 int train(Config& config, const sg::train::TrainerOptions& options,
           const sg::train::DataParallelOptions& parallel) {
-  SG_CHECK(config.lr > 0 && config.warmup < config.loop.steps,
-           "words: --lr {} must be positive and --warmup {} below --steps {}", config.lr,
+  SG_CHECK(config.warmup < config.loop.steps, "words: --warmup {} must be below --steps {}",
            config.warmup, config.loop.steps);
   sg::train::join_with_same_flags(parallel, config.schema(), options, "words train");
   const Words words = read_words(config.data);
@@ -229,12 +230,11 @@ int main(int argc, char** argv) {
   bool greedy = false;
   CLI::App* sample_cmd = app.add_subcommand("sample", "make up new words");
   sample_cmd->add_option("--checkpoint", checkpoint, "a model that words train saved");
-  sample_cmd->add_option("--count", count, "how many words")
-      ->check(sg::train::integer_in(1, 100000));
-  sample_cmd->add_option("--temperature", s.temperature)->check(sg::train::real_in(1e-3, 100));
-  sample_cmd->add_option("--top-k", s.top_k, "0: every letter")
-      ->check(sg::train::integer_in(0, 1000));
-  sample_cmd->add_option("--seed", s.seed)->check(sg::train::integer_in(0, INT64_MAX));
+  sample_cmd->add_option("--count", count, "how many words")->check(integer_in(1, 100000));
+  sample_cmd->add_option("--temperature", s.temperature)
+      ->check(real_in({.lo = 0, .hi = 100, .lo_open = true}));
+  sample_cmd->add_option("--top-k", s.top_k, "0: every letter")->check(integer_in(0, 1000));
+  sample_cmd->add_option("--seed", s.seed)->check(integer_in(0, INT64_MAX));
   sample_cmd->add_flag("--greedy", greedy, "the likeliest letter each time (all words alike)")
       ->excludes("--temperature")
       ->excludes("--top-k");

@@ -6,7 +6,7 @@ bin=$1
 source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_testing.sh"
 
 expect_error "--bogus" train --bogus
-expect_error "--dropout: '0x1p-3' is not a number in [0, 1]" train --dropout 0x1p-3 --steps 1 \
+expect_error "--dropout: '0x1p-3' is not a number in [0, 1)" train --dropout 0x1p-3 --steps 1 \
   --out "$dir/x"
 expect_error "--label-smoothing: '' is not a number" train --label-smoothing '' --steps 1 --out "$dir/x"
 # Thread counts: bounded, and the environment's read strictly (a typo is not "every core").
@@ -104,8 +104,9 @@ for setting in '"length": "6"' '"min_len": "6"' '"norm_first": "true"' '"d_model
   if grep -qF -- "$setting" "$dir/given.json"; then passes=$((passes + 1)); else
     echo "FAIL: metrics.json lacks $setting"; failures=$((failures + 1)); fi
 done
-expect_error "--lr-factor: 'inf' is not a number in [0, 1e+30]" train --lr-factor inf --out "$dir/y"
-expect_error "lr-factor must be positive and finite, got 0" train --lr-factor 0 --out "$dir/y"
+expect_error "--lr-factor: 'inf' is not a number in (0, 1e+30]" train --lr-factor inf --out "$dir/y"
+expect_error "--lr-factor: '0' is not a number in (0, 1e+30]" train --lr-factor 0 --out "$dir/y"
+expect_error "--dropout: '1' is not a number in [0, 1)" train --dropout 1 --out "$dir/y"
 # A seed of 2^64 - 1 (above 2^63: not an int64) gives checkpoints that load again. (Not written
 # "-1": CLI11 2.3 reads that as 2^64 - 1 for an unsigned option, CLI11 2.4 refuses it.)
 expect_ok "saved model" train --seed 18446744073709551615 --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \

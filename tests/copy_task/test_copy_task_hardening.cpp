@@ -57,9 +57,21 @@ TEST(CopyTaskConfig, RefusesImpossibleSizesAndNonFiniteRates) {
   EXPECT_SG_ERROR(c.validate(), "length must be in [2, 65536]");
   c = Config::preset_named("tiny");
   c.lr_factor = std::numeric_limits<double>::infinity();
-  EXPECT_SG_ERROR(c.validate(), "lr-factor must be positive and finite, got inf");
+  EXPECT_SG_ERROR(c.validate(), "--lr-factor must be in (0, 1e+30], got inf");
   c.lr_factor = std::nan("");
-  EXPECT_SG_ERROR(c.validate(), "lr-factor must be positive and finite");
+  EXPECT_SG_ERROR(c.validate(), "--lr-factor must be in (0, 1e+30], got nan");
+  c.lr_factor = 0;
+  EXPECT_SG_ERROR(c.validate(), "--lr-factor must be in (0, 1e+30], got 0");
+  // Each open end, as the flag and a checkpoint have it.
+  c = Config::preset_named("tiny");
+  c.dropout = 1;
+  EXPECT_SG_ERROR(c.validate(), "--dropout must be in [0, 1), got 1");
+  c = Config::preset_named("tiny");
+  c.beta2 = 1;
+  EXPECT_SG_ERROR(c.validate(), "beta2 (of --preset) must be in [0, 1), got 1");
+  c = Config::preset_named("tiny");
+  c.eps = 0;
+  EXPECT_SG_ERROR(Config::from_map(c.to_map()), "checkpoint config 'eps' is 0, not in (0, 1]");
 }
 
 TEST(CopyTaskCheckpoint, ConfigIsCheckedAgainstTheTensorsBeforeBuilding) {

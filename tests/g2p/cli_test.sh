@@ -118,7 +118,7 @@ expect_error "it is a FIFO" pronounce --checkpoint "$dir/levers/model.safetensor
 expect_error "--ema must be a decay in (0, 1)" train --data "$dict" --out "$dir/x" --ema 0.999999999999999999
 # Numbers are decimal and whole: "" is not 0, and hexadecimal floats, inf and nan are not numbers.
 expect_error "--ema: '' is not a number in [0, 1]" train --data "$dict" --out "$dir/x" --ema ''
-expect_error "--dropout: '0x1p-3' is not a number in [0, 1]" train --data "$dict" --out "$dir/x" \
+expect_error "--dropout: '0x1p-3' is not a number in [0, 1)" train --data "$dict" --out "$dir/x" \
   --dropout 0x1p-3
 expect_error "--lr: 'inf' is not a number" train --data "$dict" --out "$dir/x" --lr inf
 expect_error "--limit: '-1' is not an integer in [0, 1000000000]" eval \

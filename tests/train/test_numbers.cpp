@@ -62,6 +62,24 @@ TEST(TrainNumbers, CommandLineCheckSeesTheTextBeforeConversion) {
   std::string nan = "nan", half = "0.5";
   EXPECT_EQ(rate(half), "");
   EXPECT_NE(rate(nan), "");
+  auto probability = number_in(RealInterval{.lo = 0, .hi = 1, .hi_open = true});
+  std::string one = "1", zero = "0";
+  EXPECT_EQ(probability(zero), "");
+  EXPECT_EQ(probability(one), "'1' is not a number in [0, 1)");
+  EXPECT_NE(probability(nan), "");
+}
+
+TEST(TrainNumbers, AnIntervalMayLeaveOutEitherEnd) {
+  const RealInterval lr{.lo = 0, .hi = 1, .lo_open = true};
+  EXPECT_EQ(lr.text(), "(0, 1]");
+  EXPECT_FALSE(lr.contains(0));
+  EXPECT_TRUE(lr.contains(1));
+  EXPECT_FALSE(lr.contains(std::nan("")));
+  EXPECT_EQ((RealInterval{.lo = -1, .hi = 1, .lo_open = true, .hi_open = true}).text(), "(-1, 1)");
+  EXPECT_EQ((RealInterval{.lo = 0, .hi = 1e30}).text(), "[0, 1e+30]");
+  EXPECT_NO_THROW(check_range("--dropout", 0.0, RealInterval{.lo = 0, .hi = 1, .hi_open = true}));
+  EXPECT_SG_ERROR(check_range("--dropout", 1.0, RealInterval{.lo = 0, .hi = 1, .hi_open = true}),
+                  "--dropout must be in [0, 1), got 1");
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ struct Example {
     return OptionSchema()
         .integer("layers", layers, 1, 64, OnResume::kFixedModel, "blocks")
         .integer("seed", seed, 0, std::numeric_limits<int64_t>::max(), OnResume::kFixed, "seed")
-        .real("dropout", dropout, 0, 0.99, OnResume::kFixedModel, "dropout")
+        .real("dropout", dropout, 0, 1, OnResume::kFixedModel, "dropout")
+        .excluding_hi()
         .boolean("norm_first", norm_first, OnResume::kFixedModel, "pre-LN")
         .text("activation", activation, OnResume::kMayChange, "relu or gelu");
   }
@@ -55,6 +56,8 @@ TEST(TrainOptionSchema, ReadingIsStrictAndBoundedLikeTheFlags) {
   bad["layers"] = "7x";
   EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: checkpoint config 'layers'");
   bad = saved.schema().to_map();
+  bad["dropout"] = "1";  // the flag's open end holds for a checkpoint too
+  EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: checkpoint config 'dropout' is 1, not in [0, 1)");
   bad.erase("dropout");
   EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: the checkpoint's config has no 'dropout'");
   bad = saved.schema().to_map();
@@ -62,11 +65,28 @@ TEST(TrainOptionSchema, ReadingIsStrictAndBoundedLikeTheFlags) {
   EXPECT_SG_ERROR(e.schema().read(bad, "f"), "f: checkpoint config 'norm_first'");
 }
 
+TEST(TrainOptionSchema, AnExcludedEndIsOnlyForReals) {
+  double rate = 0.5;
+  int64_t layers = 2;
+  OptionSchema s;
+  s.real("lr", rate, 0, 1, OnResume::kFixed, "lr").excluding_lo();
+  rate = 0;
+  EXPECT_SG_ERROR(s.check(), "--lr must be in (0, 1], got 0");
+  rate = 1;
+  EXPECT_NO_THROW(s.check());
+  s.integer("layers", layers, 1, 64, OnResume::kFixed, "blocks");
+  EXPECT_SG_ERROR(s.excluding_hi(), "OptionSchema::excluding_hi: 'layers' is not a real option");
+}
+
 TEST(TrainOptionSchema, ValuesSetInCodeAreCheckedAndResumeNamesTheFlag) {
   Example e;
   EXPECT_NO_THROW(e.schema().check());
   e.dropout = 1.5;
-  EXPECT_SG_ERROR(e.schema().check(), "--dropout must be in [0, 0.99], got 1.5");
+  EXPECT_SG_ERROR(e.schema().check(), "--dropout must be in [0, 1), got 1.5");
+  e.dropout = 1;  // the excluded end: everything dropped
+  EXPECT_SG_ERROR(e.schema().check(), "--dropout must be in [0, 1), got 1");
+  e.dropout = 0;
+  EXPECT_NO_THROW(e.schema().check());
   e.dropout = 0.1;
   Example changed;
   changed.layers = 4;

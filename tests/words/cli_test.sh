@@ -43,15 +43,17 @@ expect_ok "trained 40 steps" train "${small[@]}" --steps 40 --layers 2 --bf16 --
   --out "$dir/bf16"
 
 expect_error "--layers: '65' is not an integer in [1, 64]" train --layers 65 --out "$dir/x"
-expect_error "--dropout: '1.5' is not a number in [0, 0.99]" train --dropout 1.5 --out "$dir/x"
+expect_error "--dropout: '1' is not a number in [0, 1)" train --dropout 1 --out "$dir/x"
+expect_error "--dropout: '1.5' is not a number in [0, 1)" train --dropout 1.5 --out "$dir/x"
 expect_error "--steps: '0' is not an integer in [1, 1000000000]" train --steps 0 --out "$dir/x"
 expect_error "--metrics-json: cannot write /dev/null: it is a character device" train --data "$dict" \
   --steps 5 --warmup 1 --out "$dir/devnull" --metrics-json /dev/null
 [[ ! -e $dir/devnull/last.safetensors ]] || { echo "FAIL: trained before refusing /dev/null"; failures=$((failures + 1)); }
-expect_error "--warmup 200 below --steps 5" train --data "$dict" --steps 5 --out "$dir/x"
-expect_error "words: --lr 0 must be positive" train --data "$dict" --lr 0 --steps 5 --warmup 1 \
+expect_error "--warmup 200 must be below --steps 5" train --data "$dict" --steps 5 --out "$dir/x"
+expect_error "--lr: '0' is not a number in (0, 1]" train --data "$dict" --lr 0 --steps 5 --warmup 1 \
   --out "$dir/x"
 expect_error "--temperature excludes --greedy" sample --greedy --temperature 2
+expect_error "--temperature: '0' is not a number in (0, 100]" sample --temperature 0
 # An output onto the run's own checkpoint or onto the dictionary is refused before the run; a
 # resume on another dictionary is refused by name.
 expect_error "--metrics-json $dir/run/last.safetensors is a checkpoint's name in the run directory" \
