@@ -16,7 +16,8 @@ RunDirectory::RunDirectory(std::string dir) : dir_(std::move(dir)) {
   SG_CHECK(!dir_.empty(), "RunDirectory: the directory name is empty");
 }
 
-void RunDirectory::prepare(bool resume, bool overwrite) const {
+void RunDirectory::prepare(bool resume, bool overwrite,
+                           const std::vector<std::string>& outputs) const {
   SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
   SG_CHECK(!fs::exists(dir_) || fs::is_directory(dir_), "--out {} exists and is not a directory",
            dir_);
@@ -36,6 +37,12 @@ void RunDirectory::prepare(bool resume, bool overwrite) const {
              "over",
              dir_, path);
     fs::remove(path);
+  }
+  for (const std::string& name : outputs) {
+    SG_CHECK(!name.empty() && fs::path(name).filename() == name,
+             "RunDirectory::prepare: output '{}' is not a file name in the run's directory", name);
+    const fs::path path = fs::path(dir_) / name;
+    if (fs::is_regular_file(fs::symlink_status(path))) fs::remove(path);
   }
 }
 

@@ -6,7 +6,8 @@
 //                                  averaging (average_checkpoints.h)
 //   averaged.safetensors           their average
 // Training refuses to start over an existing run unless told to continue it (--resume) or to
-// replace it (--overwrite), and removes the temporary files of writers that were killed.
+// replace it (--overwrite, which removes its checkpoints and charts first), and removes the
+// temporary files of writers that were killed.
 //
 //   sg::train::RunDirectory run("runs/copy");
 //   run.prepare(options.resume, options.overwrite);
@@ -35,8 +36,10 @@ class RunDirectory {
   std::string legacy_optimizer() const { return dir_ + "/last.optim.safetensors"; }
 
   // Creates the directory and removes killed writers' temporary files; then, unless resuming,
-  // refuses a directory that holds a run, or with `overwrite` removes that run's checkpoints.
-  void prepare(bool resume, bool overwrite) const;
+  // refuses a directory that holds a run, or with `overwrite` removes that run's checkpoints, and
+  // removes the files named in `outputs` (what a run writes there besides checkpoints: its
+  // charts), so that a new run killed before it writes its own leaves none of another run's.
+  void prepare(bool resume, bool overwrite, const std::vector<std::string>& outputs = {}) const;
   // last.safetensors, read and checked, with its optimizer state. A checkpoint of an older
   // version keeps that state in last.optim.safetensors: accepted only when both files carry the
   // same "step" metadata.

@@ -397,7 +397,9 @@ struct Trainer::Loop {
     // file the run reads or keeps, is an error now.
     check_run_outputs(run.path(), o.metrics_json, o.log_jsonl, task.input_files());
     digest_inputs();
-    run.prepare(o.resume, o.overwrite);
+    std::vector<std::string> outputs = task.output_files();
+    outputs.push_back("loss.svg");
+    run.prepare(o.resume, o.overwrite, outputs);
     if (o.resume) {
       resume();
     } else {

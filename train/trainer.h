@@ -101,6 +101,9 @@ class TrainingTask {
   // loss.svg, the loss of every step.
   virtual void on_evaluation(int64_t /*step*/, const Metrics& /*metrics*/, bool /*best*/) {}
   virtual void on_train_end(const History& /*history*/) {}
+  // The names of the files the task writes into the run's directory ({"dev_error_rates.svg"}):
+  // a run that starts over removes them with the old run's checkpoints.
+  virtual std::vector<std::string> output_files() const { return {}; }
 };
 
 struct TrainerOptions {

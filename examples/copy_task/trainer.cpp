@@ -189,7 +189,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   // on a GPU (the host queues 25 steps ahead without waiting).
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);
   const sg::train::RunDirectory run(options.out_dir);
-  run.prepare(options.resume, options.overwrite);
+  run.prepare(options.resume, options.overwrite,
+              {"loss.svg", "accuracy.svg", "cross_attention.svg", "self_attention.svg"});
 
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());

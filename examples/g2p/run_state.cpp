@@ -25,13 +25,23 @@ sg::nn::Metadata metadata_for(const Model& m, const DataState& data) {
   return md;
 }
 
-DataState data_state_of(const sg::train::Checkpoint& checkpoint) {
-  const sg::train::MetadataReader md(checkpoint.metadata, checkpoint.path);
-  DataState data;
-  data.loader.epoch = md.integer("loader_epoch");
-  data.loader.batch = md.integer("loader_batch");
-  data.train_pairs = md.integer("train_pairs");
-  return data;
+sg::data::LoaderPosition resume_position(const sg::train::Checkpoint& last, const Model& model,
+                                         int64_t train_pairs) {
+  const CheckpointFile saved = read_checkpoint(last);
+  const Config& config = model.config;
+  sg::train::check_resume(saved.model.config.to_map(), config.to_map(), Config::fields(),
+                          last.path);
+  const sg::train::MetadataReader md(last.metadata, last.path);
+  const int64_t saved_pairs = md.integer("train_pairs");
+  SG_CHECK(saved_pairs == train_pairs,
+           "--resume: the run was trained on {} pronunciations, {} with --train-words {} has {} "
+           "(another dictionary or --train-words?)",
+           saved_pairs, config.data, config.train_words, train_pairs);
+  SG_CHECK(saved.model.letters.symbols() == model.letters.symbols() &&
+               saved.model.phonemes.symbols() == model.phonemes.symbols(),
+           "--resume: {} has other vocabularies than {} gives (another dictionary?)", last.path,
+           config.data);
+  return {.epoch = md.integer("loader_epoch"), .batch = md.integer("loader_batch")};
 }
 
 CheckpointFile read_checkpoint(sg::train::Checkpoint checkpoint) {

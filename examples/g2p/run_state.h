@@ -23,8 +23,11 @@ struct DataState {
 
 // The task's part of a run's checkpoint metadata: format, config, vocabularies, data state.
 sg::nn::Metadata metadata_for(const Model& m, const DataState& data);
-// The data state a checkpoint of a run holds, read strictly.
-DataState data_state_of(const sg::train::Checkpoint& checkpoint);
+// Where --resume continues the loader, after refusing a run `last` of another configuration
+// (the flags Config::fields() lets change may), other data (a pair count that differs: another
+// dictionary or --train-words) or other vocabularies than `model`'s.
+sg::data::LoaderPosition resume_position(const sg::train::Checkpoint& last, const Model& model,
+                                         int64_t train_pairs);
 
 // A checkpoint's contents: the model built and loaded, and the file (its metadata; its optimizer
 // state, none in model.safetensors).

@@ -163,19 +163,7 @@ class G2pTask : public sg::train::TrainingTask {
   }
 
   void load_checkpoint(const sg::train::Checkpoint& last) override {
-    const CheckpointFile saved = read_checkpoint(last);
-    sg::train::check_resume(saved.model.config.to_map(), config_.to_map(), Config::fields(),
-                            last.path);
-    const DataState data = data_state_of(last);
-    SG_CHECK(data.train_pairs == train_pairs_,
-             "--resume: the run was trained on {} pronunciations, {} with --train-words {} has {} "
-             "(another dictionary or --train-words?)",
-             data.train_pairs, config_.data, config_.train_words, train_pairs_);
-    SG_CHECK(saved.model.letters.symbols() == model_.letters.symbols() &&
-                 saved.model.phonemes.symbols() == model_.phonemes.symbols(),
-             "--resume: {} has other vocabularies than {} gives (another dictionary?)", last.path,
-             config_.data);
-    loader_.set_position(data.loader);
+    loader_.set_position(resume_position(last, model_, train_pairs_));
   }
 
   void on_train_end(const sg::train::History& history) override {
@@ -183,6 +171,10 @@ class G2pTask : public sg::train::TrainingTask {
         out_dir_ + "/dev_error_rates.svg",
         sg::train::evaluation_chart(history, "Dev error rates (greedy decoding)", "fraction",
                                     {{"dev_wer", "WER"}, {"dev_per", "PER"}}));
+  }
+  // The charts, and the attention heatmap train() draws after the fit.
+  std::vector<std::string> output_files() const override {
+    return {"dev_error_rates.svg", "attention.svg"};
   }
 
  private:

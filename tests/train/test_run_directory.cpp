@@ -35,8 +35,17 @@ TEST(TrainRunDirectory, AnExistingRunIsContinuedOrReplacedOnlyWhenAsked) {
   EXPECT_SG_ERROR(run.prepare(true, true), "--resume and --overwrite exclude each other");
   EXPECT_NO_THROW(run.prepare(true, false));
   EXPECT_TRUE(fs::exists(run.last()));
-  run.prepare(false, /*overwrite=*/true);
+  write_bytes(dir / "run/loss.svg", "<svg/>");
+  write_bytes(dir / "run/mine.txt", "x");
+  fs::create_directory(dir / "run/chart.svg");  // not a file: left alone
+  EXPECT_SG_ERROR(run.prepare(false, false, {"loss.svg"}), "already holds a run");
+  EXPECT_TRUE(fs::exists(dir / "run/loss.svg"));  // a refusal removes nothing
+  run.prepare(false, /*overwrite=*/true, {"loss.svg", "chart.svg", "absent.svg"});
   EXPECT_FALSE(fs::exists(run.last()));
+  EXPECT_FALSE(fs::exists(dir / "run/loss.svg"));
+  EXPECT_TRUE(fs::exists(dir / "run/mine.txt") && fs::is_directory(dir / "run/chart.svg"));
+  EXPECT_SG_ERROR(run.prepare(false, false, {"../x.svg"}),
+                  "RunDirectory::prepare: output '../x.svg' is not a file name");
   EXPECT_SG_ERROR(run.read_last(), "--resume: no checkpoint at " + run.last());
   write_bytes(dir / "file", "x");
   EXPECT_SG_ERROR(RunDirectory(dir / "file").prepare(false, false),

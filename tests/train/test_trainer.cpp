@@ -28,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using sg::testing::TempDir;
+using sg::testing::write_bytes;
 
 struct TinyRegressor : nn::Module {
   TinyRegressor() {
@@ -90,12 +91,18 @@ class Regression : public TrainingTask {
     bests.push_back(best);
     if (at_evaluation) at_evaluation(step);
   }
+  void on_train_end(const History& /*history*/) override {
+    for (const std::string& name : outputs) write_bytes(out_dir + "/" + name, "<svg/>");
+  }
+  std::vector<std::string> output_files() const override { return outputs; }
 
   int64_t steps_seen = 0, nan_at = 0;          // nan_at > 0: that step's loss is NaN
   std::string extra_key;                       // a metadata key the task should not write
   bool rowless_batch = false;                  // next_batch gives a 0-d tensor
   std::string input;                           // a file the task reads, as --data
   std::function<void(int64_t)> at_evaluation;  // called with the step of each evaluation
+  std::vector<std::string> outputs;            // charts on_train_end writes into out_dir
+  std::string out_dir;
   std::vector<int64_t> evaluations;
   std::vector<bool> bests;
 
@@ -230,6 +237,37 @@ TEST(TrainLoop, TrainsEvaluatesAndKeepsTheBestByItsMetric) {
   Training by_fit(o);
   EXPECT_EQ(by_fit.fit().best_step, r.best_step);
   expect_same_tensors(dir / "min/model.safetensors", dir / "max/model.safetensors");
+}
+
+// A run that starts over (--overwrite) removes the old run's charts with its checkpoints: one
+// killed before its end leaves no chart of another run beside its own checkpoints. A resume keeps
+// them: they are the same run's.
+TEST(TrainLoop, StartingOverRemovesTheOldRunsChartsAndAResumeKeepsThem) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "run");
+  const std::string loss = dir / "run/loss.svg", chart = dir / "run/chart.svg";
+  Training first(o);
+  first.task->outputs = {"chart.svg"}, first.task->out_dir = dir / "run";
+  first.fit();
+  ASSERT_TRUE(fs::exists(loss) && fs::exists(chart));
+  write_bytes(dir / "run/notes.txt", "mine");  // not a file of the run: left alone
+  o.overwrite = true;
+  Training again(o);
+  again.task->outputs = {"chart.svg"}, again.task->out_dir = dir / "run";
+  std::vector<bool> seen_at_first_evaluation;
+  again.task->at_evaluation = [&](int64_t step) {
+    if (step == 10) seen_at_first_evaluation = {fs::exists(loss), fs::exists(chart)};
+  };
+  again.fit();
+  EXPECT_EQ(seen_at_first_evaluation, (std::vector<bool>{false, false}));
+  EXPECT_TRUE(fs::exists(loss) && fs::exists(chart) && fs::exists(dir / "run/notes.txt"));
+  o.overwrite = false, o.resume = true, o.steps = 40;
+  Training resumed(o);
+  resumed.task->at_evaluation = [&](int64_t step) {
+    if (step == 40) EXPECT_TRUE(fs::exists(loss) && fs::exists(chart));
+  };
+  resumed.fit();
+  EXPECT_EQ(resumed.task->evaluations, (std::vector<int64_t>{40}));
 }
 
 TEST(TrainLoop, ResumeContinuesBitForBit) {
