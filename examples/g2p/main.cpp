@@ -15,6 +15,7 @@
 //   g2p compare runs/split/test.dict model.predicted test.predicted --train runs/split/train.dict
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -42,6 +43,13 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
   Dataset d = load_dataset(data);
   const std::vector<Word>& words = split_name == "dev" ? d.dev : d.test;
   SG_CHECK(!words.empty(), "g2p eval: {} has no {} words", data, split_name);
+  // Every word is scored, as any system's would be: a letter training never saw is read as <unk>.
+  const auto unseen = std::count_if(words.begin(), words.end(), [&](const Word& w) {
+    return unspellable(w.spelling, model.letters).has_value();
+  });
+  if (unseen > 0)
+    fmt::print("note: {} of the {} {} words have a letter training never saw (read as <unk>)\n",
+               unseen, words.size(), split_name);
   const auto report = [&](const std::string& decoding, const ErrorRates& r) {
     fmt::print("{} ({} words), {}: {}\n", split_name, r.words, decoding, sg::data::describe(r));
   };

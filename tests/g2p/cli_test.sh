@@ -34,6 +34,11 @@ done
   echo "FAIL: train --log-jsonl:"; cat "$dir/train.jsonl"; failures=$((failures + 1)); }
 expect_error "--resume" train --data "$dict" --out "$dir/run" "${tiny[@]}"
 expect_ok "(without stress: WER" eval --checkpoint "$dir/run/model.safetensors" --data "$dict" --beam 3 --split dev
+# A dev word with a letter training never saw ('~'; "tilde~16" hashes into dev) is still scored,
+# and eval says so.
+{ cat "$dict"; echo "tilde~16  T IH1 L D AH0"; } > "$dir/unseen.dict"
+expect_ok "note: 1 of the" eval --checkpoint "$dir/run/model.safetensors" --data "$dir/unseen.dict" \
+  --beam 1 --split dev --errors 0
 expect_ok "tensor " pronounce --checkpoint "$dir/run/model.safetensors" Tensor
 printf 'hello world\n' >"$dir/words"
 input=$dir/words expect_ok "world " pronounce --checkpoint "$dir/run/model.safetensors" --beam 1 \
