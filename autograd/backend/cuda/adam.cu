@@ -11,6 +11,7 @@
 #include "autograd/backend/adam_step_scalars.h"
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/backend/elementwise_math.h"
 
 namespace sg::cuda {
 
@@ -52,7 +53,7 @@ __global__ void adam_kernel(T* p, const T* g, T* m, T* v, int64_t n, AdamScalars
     const T gi = s.coupled_decay ? g[i] + pi * s.weight_decay : g[i];
     const T mi = m[i] * s.beta1 + gi * s.one_minus_beta1;
     const T vi = v[i] * s.beta2 + (gi * gi) * s.one_minus_beta2;
-    const T denom = dev_sqrt(vi) / sqrt_bias_correction2 + s.eps;
+    const T denom = elementwise::sqrt_of(vi) / sqrt_bias_correction2 + s.eps;
     m[i] = mi;
     v[i] = vi;
     p[i] = pi + (mi / denom) * step_size;

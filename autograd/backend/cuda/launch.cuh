@@ -174,25 +174,6 @@ struct BlockGroup {
   }
 };
 
-// ---- device math for float and double (plain overloads: no host std:: calls in kernels) ----
-
-__device__ inline float dev_exp(float x) { return expf(x); }
-__device__ inline double dev_exp(double x) { return exp(x); }
-__device__ inline float dev_log(float x) { return logf(x); }
-__device__ inline double dev_log(double x) { return log(x); }
-__device__ inline float dev_sqrt(float x) { return sqrtf(x); }
-__device__ inline double dev_sqrt(double x) { return sqrt(x); }
-__device__ inline float dev_tanh(float x) { return tanhf(x); }
-__device__ inline double dev_tanh(double x) { return tanh(x); }
-__device__ inline float dev_erf(float x) { return erff(x); }
-__device__ inline double dev_erf(double x) { return erf(x); }
-__device__ inline float dev_pow(float x, float y) { return powf(x, y); }
-__device__ inline double dev_pow(double x, double y) { return pow(x, y); }
-template <typename T>
-__device__ inline bool dev_isnan(T x) {
-  return x != x;  // false for integers; true only for NaN
-}
-
 // atomicAdd for every dtype that index_add and scatter_add accumulate.
 __device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(double* p, double v) { atomicAdd(p, v); }

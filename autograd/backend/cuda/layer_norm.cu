@@ -9,6 +9,7 @@
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
 #include "autograd/backend/cuda/row_in_registers.cuh"
+#include "autograd/backend/elementwise_math.h"
 #include "autograd/factory.h"
 
 namespace sg::cuda {
@@ -27,7 +28,7 @@ __device__ void layer_norm_row(const T* x, const T* w, const T* b, T eps, T* y, 
     squares += c * c;
   }
   const T var = group.reduce(squares, SumOp{}, T(0)) / static_cast<T>(D);
-  const T rstd = T(1) / dev_sqrt(var + eps);
+  const T rstd = T(1) / elementwise::sqrt_of(var + eps);
   if (group.rank() == 0) {
     *mean_out = mean;
     *rstd_out = rstd;

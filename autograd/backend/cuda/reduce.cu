@@ -15,6 +15,7 @@
 
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
+#include "autograd/backend/elementwise_math.h"
 #include "autograd/factory.h"
 
 namespace sg::cuda {
@@ -43,7 +44,7 @@ struct PickExtreme {
   __device__ Extreme<T> operator()(Extreme<T> a, Extreme<T> b) const {
     if (a.index < 0) return b;
     if (b.index < 0) return a;
-    const bool a_nan = dev_isnan(a.value), b_nan = dev_isnan(b.value);
+    const bool a_nan = elementwise::is_nan(a.value), b_nan = elementwise::is_nan(b.value);
     if (a_nan || b_nan) {
       if (a_nan && b_nan) return a.index < b.index ? a : b;
       return a_nan ? a : b;

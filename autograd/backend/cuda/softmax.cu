@@ -17,6 +17,7 @@
 #include "autograd/backend/cuda/cuda_backend.h"
 #include "autograd/backend/cuda/launch.cuh"
 #include "autograd/backend/cuda/row_in_registers.cuh"
+#include "autograd/backend/elementwise_math.h"
 
 namespace sg::cuda {
 
@@ -30,15 +31,16 @@ __device__ void softmax_row(const T* x, T* y, int64_t D, bool log, Group group) 
   m = group.reduce(m, MaxOp{}, T(-INFINITY));
   // pass 2: the normaliser
   T total = 0;
-  for (int64_t d = group.rank(); d < D; d += group.size()) total += dev_exp(x[d] - m);
+  for (int64_t d = group.rank(); d < D; d += group.size()) total += elementwise::exp_of(x[d] - m);
   total = group.reduce(total, SumOp{}, T(0));
   // pass 3: write out
   if (log) {
-    const T log_total = dev_log(total);
+    const T log_total = elementwise::log_of(total);
     for (int64_t d = group.rank(); d < D; d += group.size()) y[d] = x[d] - m - log_total;
   } else {
     const T inv = T(1) / total;
-    for (int64_t d = group.rank(); d < D; d += group.size()) y[d] = dev_exp(x[d] - m) * inv;
+    for (int64_t d = group.rank(); d < D; d += group.size())
+      y[d] = elementwise::exp_of(x[d] - m) * inv;
   }
 }
 
@@ -50,7 +52,7 @@ __device__ void softmax_backward_row(const T* g, const T* y, T* dx, int64_t D, b
   for (int64_t d = group.rank(); d < D; d += group.size()) dot += log ? g[d] : g[d] * y[d];
   dot = group.reduce(dot, SumOp{}, T(0));
   for (int64_t d = group.rank(); d < D; d += group.size()) {
-    dx[d] = log ? g[d] - dev_exp(y[d]) * dot : y[d] * (g[d] - dot);
+    dx[d] = log ? g[d] - elementwise::exp_of(y[d]) * dot : y[d] * (g[d] - dot);
   }
 }
 
@@ -80,13 +82,14 @@ __global__ void softmax_columns_kernel(const T* x, T* y, DimLayout s, bool log) 
     T m = -INFINITY;
     for (int64_t d = 0; d < s.D; ++d) m = xr[d * s.inner] > m ? xr[d * s.inner] : m;
     T total = 0;
-    for (int64_t d = 0; d < s.D; ++d) total += dev_exp(xr[d * s.inner] - m);
+    for (int64_t d = 0; d < s.D; ++d) total += elementwise::exp_of(xr[d * s.inner] - m);
     if (log) {
-      const T log_total = dev_log(total);
+      const T log_total = elementwise::log_of(total);
       for (int64_t d = 0; d < s.D; ++d) yr[d * s.inner] = xr[d * s.inner] - m - log_total;
     } else {
       const T inv = T(1) / total;
-      for (int64_t d = 0; d < s.D; ++d) yr[d * s.inner] = dev_exp(xr[d * s.inner] - m) * inv;
+      for (int64_t d = 0; d < s.D; ++d)
+        yr[d * s.inner] = elementwise::exp_of(xr[d * s.inner] - m) * inv;
     }
   }
 }
@@ -122,7 +125,7 @@ __global__ void softmax_backward_columns_kernel(const T* g, const T* y, T* dx, D
     }
     for (int64_t d = 0; d < s.D; ++d) {
       const int64_t k = base + d * s.inner;
-      dx[k] = log ? g[k] - dev_exp(y[k]) * dot : y[k] * (g[k] - dot);
+      dx[k] = log ? g[k] - elementwise::exp_of(y[k]) * dot : y[k] * (g[k] - dot);
     }
   }
 }
@@ -240,12 +243,12 @@ __device__ void masked_softmax_row(const T* x, const bool* keep, int64_t mask_st
   }
   T total = 0;
   for (int64_t d = group.rank(); d < D; d += group.size()) {
-    if (keep[d * mask_step]) total += dev_exp(x[d] - m);
+    if (keep[d * mask_step]) total += elementwise::exp_of(x[d] - m);
   }
   total = group.reduce(total, SumOp{}, T(0));
   const T inv = T(1) / total;
   for (int64_t d = group.rank(); d < D; d += group.size()) {
-    y[d] = keep[d * mask_step] ? dev_exp(x[d] - m) * inv : T(0);
+    y[d] = keep[d * mask_step] ? elementwise::exp_of(x[d] - m) * inv : T(0);
   }
 }
 
