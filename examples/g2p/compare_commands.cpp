@@ -151,14 +151,8 @@ int run_score(const ScoreArgs& a) {
   const sg::data::Comparison c = predictions_for("score", a.reference, a.predictions);
   const sg::data::PronunciationScores r = sg::data::score_pronunciations(c.words, c.predicted);
   fmt::print("{} ({} words): {}\n", a.predictions, r.words, sg::data::describe(r));
-  int64_t shown = 0;
-  for (size_t i = 0; i < c.words.size() && shown < a.errors; ++i) {
-    if (auto line = sg::data::describe_if_wrong(c.words[i].spelling, c.predicted[i],
-                                                c.words[i].pronunciations)) {
-      fmt::print("{}\n", *line);
-      ++shown;
-    }
-  }
+  for (const std::string& line : sg::data::first_mistakes(c.words, c.predicted, a.errors))
+    fmt::print("{}\n", line);
   sg::train::write_json_file(a.metrics, {{"words", r.words},
                                          {"wer", r.wer},
                                          {"per", r.per},

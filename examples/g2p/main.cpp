@@ -54,30 +54,21 @@ int run_eval(const std::string& checkpoint, const std::string& data, int64_t bea
     fmt::print("{} ({} words), {}: {}\n", split_name, r.words, decoding, sg::data::describe(r));
   };
   const std::string beam_decoding = fmt::format("beam {}, length penalty {}", beam, length_penalty);
-  report("greedy", evaluate(model, words, 1, limit));
+  Decoded last = decode(model, words, 1, limit);  // the last decoding reported
+  report("greedy", last.rates);
   if (const auto ngram = train_ngram(d, {.order = ngram_order}, ngram_weight > 0)) {
-    const RescoredRates r =
-        evaluate(model, words, beam, limit, length_penalty, {&*ngram, ngram_weight});
-    if (beam > 1) report(beam_decoding, r.beam);
+    Rescored r = decode(model, words, beam, limit, length_penalty, {&*ngram, ngram_weight});
+    if (beam > 1) report(beam_decoding, r.beam.rates);
     report(fmt::format("{}, with the n-gram at weight {}", beam_decoding, ngram_weight),
-           r.rescored);
+           r.rescored.rates);
+    last = std::move(r.rescored);
   } else if (beam > 1) {
-    report(beam_decoding, evaluate(model, words, beam, limit, length_penalty));
+    last = decode(model, words, beam, limit, length_penalty);
+    report(beam_decoding, last.rates);
   }
-  // A few mistakes, to see what the model gets wrong.
-  int64_t shown = 0;
-  for (size_t first = 0; first < words.size() && shown < errors; first += 64) {
-    std::vector<std::string> spellings;
-    for (size_t i = first; i < std::min(words.size(), first + 64); ++i)
-      spellings.push_back(words[i].spelling);
-    auto predicted = model.pronounce(spellings, beam, length_penalty);
-    for (size_t i = 0; i < predicted.size() && shown < errors; ++i)
-      if (auto line = sg::data::describe_if_wrong(spellings[i], predicted[i],
-                                                  words[first + i].pronunciations)) {
-        fmt::print("{}\n", *line);
-        ++shown;
-      }
-  }
+  // A few of its mistakes, to see what the model gets wrong.
+  for (const std::string& line : sg::data::first_mistakes(last.words, last.predicted, errors))
+    fmt::print("{}\n", line);
   return 0;
 }
 

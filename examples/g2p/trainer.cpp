@@ -62,26 +62,29 @@ std::pair<std::vector<Word>, std::vector<std::string>> first_words(const std::ve
   return {std::move(kept), std::move(spellings)};
 }
 
-}  // namespace
-
-ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
-                    int64_t limit, double length_penalty) {
-  const auto [scored, spellings] = first_words(words, limit);
-  return sg::data::score_pronunciations(scored,
-                                        model.pronounce(spellings, beam_size, length_penalty));
+Decoded scored(std::vector<Word> words, std::vector<std::vector<std::string>> predicted) {
+  const ErrorRates rates = sg::data::score_pronunciations(words, predicted);
+  return {std::move(words), std::move(predicted), rates};
 }
 
-RescoredRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
-                       int64_t limit, double length_penalty, Rescoring rescoring) {
-  SG_CHECK(rescoring.ngram, "g2p evaluate: rescoring without an n-gram");
-  const auto [scored, spellings] = first_words(words, limit);
+}  // namespace
+
+Decoded decode(const Model& model, const std::vector<Word>& words, int64_t beam_size, int64_t limit,
+               double length_penalty) {
+  auto [kept, spellings] = first_words(words, limit);
+  return scored(std::move(kept), model.pronounce(spellings, beam_size, length_penalty));
+}
+
+Rescored decode(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+                int64_t limit, double length_penalty, Rescoring rescoring) {
+  SG_CHECK(rescoring.ngram, "g2p decode: rescoring without an n-gram");
+  const auto [kept, spellings] = first_words(words, limit);
   const auto lists = model.candidates(spellings, beam_size, length_penalty, *rescoring.ngram);
   std::vector<std::vector<std::string>> beam;
   for (const auto& list : lists)
     beam.push_back(list.front().phonemes);  // the model's n-best come first, best first
-  return {sg::data::score_pronunciations(scored, beam),
-          sg::data::score_pronunciations(
-              scored, sg::data::choose_pronunciations(lists, rescoring.weight, length_penalty))};
+  return {scored(kept, std::move(beam)),
+          scored(kept, sg::data::choose_pronunciations(lists, rescoring.weight, length_penalty))};
 }
 
 void write_attention_heatmap(const Model& model, const std::string& word, const std::string& path) {

@@ -60,17 +60,27 @@ struct Rescoring {
   double weight = 0;
 };
 
-// WER/PER of the model on `words` (all of them when limit is 0), decoded in batches.
-ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
-                    int64_t limit = 0, double length_penalty = 1.0);
-
-// With the n-gram, from one pass of both searches: the WER/PER of the beam's own best and of the
-// pronunciations chosen with the n-gram.
-struct RescoredRates {
-  ErrorRates beam, rescored;
+// The model's pronunciations of the first `limit` of `words` (all of them when 0), decoded in
+// batches, and their WER/PER.
+struct Decoded {
+  std::vector<Word> words;  // those decoded
+  std::vector<std::vector<std::string>> predicted;
+  ErrorRates rates;
 };
-RescoredRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
-                       int64_t limit, double length_penalty, Rescoring rescoring);
+Decoded decode(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+               int64_t limit = 0, double length_penalty = 1.0);
+inline ErrorRates evaluate(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+                           int64_t limit = 0, double length_penalty = 1.0) {
+  return decode(model, words, beam_size, limit, length_penalty).rates;
+}
+
+// With the n-gram, from one pass of both searches: the beam's own best, and the pronunciations
+// chosen with the n-gram.
+struct Rescored {
+  Decoded beam, rescored;
+};
+Rescored decode(const Model& model, const std::vector<Word>& words, int64_t beam_size,
+                int64_t limit, double length_penalty, Rescoring rescoring);
 
 // The cross-attention of the last decoder layer, averaged over heads, for one word: rows are the
 // predicted phonemes, columns the letters. Written as an SVG heatmap.

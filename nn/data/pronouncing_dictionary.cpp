@@ -171,4 +171,17 @@ std::optional<std::string> describe_if_wrong(
                      to_string(mistake_kind(predicted, references)));
 }
 
+std::vector<std::string> first_mistakes(const std::vector<DictionaryWord>& words,
+                                        const std::vector<std::vector<std::string>>& predicted,
+                                        int64_t count) {
+  SG_CHECK(words.size() == predicted.size(), "first_mistakes: {} words but {} predictions",
+           words.size(), predicted.size());
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < words.size() && static_cast<int64_t>(lines.size()) < count; ++i) {
+    if (auto line = describe_if_wrong(words[i].spelling, predicted[i], words[i].pronunciations))
+      lines.push_back(std::move(*line));
+  }
+  return lines;
+}
+
 }  // namespace sg::data

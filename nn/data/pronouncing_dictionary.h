@@ -84,5 +84,10 @@ std::string describe(const PronunciationScores& scores);
 std::optional<std::string> describe_if_wrong(
     const std::string& word, const std::vector<std::string>& predicted,
     const std::vector<std::vector<std::string>>& references);
+// describe_if_wrong's lines of the first `count` wrong words, in order: what a program shows of
+// its mistakes.
+std::vector<std::string> first_mistakes(const std::vector<DictionaryWord>& words,
+                                        const std::vector<std::vector<std::string>>& predicted,
+                                        int64_t count);
 
 }  // namespace sg::data

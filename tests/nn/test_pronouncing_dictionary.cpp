@@ -191,6 +191,17 @@ TEST(PronouncingDictionary, DescribesScoresAndWrongWords) {
   EXPECT_NE(wrong.find(to_string(MistakeKind::kStress)), std::string::npos) << wrong;
   EXPECT_NE(describe_if_wrong("read", {}, read).value_or("").find("(none)"), std::string::npos);
   EXPECT_SG_ERROR(describe_if_wrong("read", {}, {}), "'read' has no reference pronunciation");
+  // The first `count` wrong words, in order, right ones skipped.
+  const std::vector<DictionaryWord> words = {
+      {"read", read}, {"a", {{"AH0"}}}, {"b", {{"B", "IY1"}}}};
+  const std::vector<std::vector<std::string>> predicted = {{"R", "IY1", "D"}, {"EY1"}, {"B"}};
+  const std::vector<std::string> two = first_mistakes(words, predicted, 5);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0], describe_if_wrong("a", {"EY1"}, {{"AH0"}}).value());
+  EXPECT_EQ(two[1], describe_if_wrong("b", {"B"}, {{"B", "IY1"}}).value());
+  EXPECT_EQ(first_mistakes(words, predicted, 1), std::vector<std::string>{two[0]});
+  EXPECT_TRUE(first_mistakes(words, predicted, 0).empty());
+  EXPECT_SG_ERROR(first_mistakes(words, {}, 1), "first_mistakes: 3 words but 0 predictions");
 }
 
 }  // namespace
