@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autograd/backend/backend.h"
+#include "autograd/host_memory.h"
 #include "autograd/node.h"
 
 namespace sg {
@@ -19,9 +20,13 @@ Tensor empty(const Shape& shape, TensorOptions options) {
   SG_CHECK(numel <= std::numeric_limits<int64_t>::max() / itemsize,
            "empty: shape {} of {} needs more bytes than fit in a 64-bit size", shape,
            options.dtype());
+  const auto nbytes = static_cast<uint64_t>(numel * itemsize);
+  if (options.device().is_cpu() && nbytes >= kCheckedBytes) {  // more than the machine has?
+    check_host_allocation(nbytes, backend_for(options.device()).reusable_bytes(),
+                          fmt::format("empty: a {} tensor of shape {}", options.dtype(), shape));
+  }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage =
-      std::make_shared<Storage>(static_cast<size_t>(numel * itemsize), options.device());
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), options.device());
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = options.dtype();
@@ -55,44 +60,57 @@ Tensor scalar_tensor(double value, TensorOptions options) { return full({}, valu
 
 Tensor arange(double end, TensorOptions options) { return arange(0, end, 1, options); }
 
+namespace {
+// A tensor whose element i (row-major) is value(i), called once per element in order: made in a
+// host tensor in place (checked against the memory left like any tensor, never a vector of
+// doubles beside it), then moved to the options' device.
+template <typename Value>
+Tensor generated(const char* op, const Shape& shape, TensorOptions options, Value value) {
+  Tensor host = empty(shape, options.device(kCPU).requires_grad(false));
+  dispatch_dtype_and_bfloat16(op, host.dtype(), [&]<typename D>() {
+    D* p = host.data_ptr<D>();
+    const int64_t n = host.numel();
+    for (int64_t i = 0; i < n; ++i) p[i] = static_cast<D>(value(i));
+  });
+  Tensor out = host.to(options.device());
+  if (options.requires_grad()) out.requires_grad_(true);
+  return out;
+}
+}  // namespace
+
 Tensor arange(double start, double end, double step, TensorOptions options) {
   SG_CHECK(step != 0, "arange: step must be non-zero");
   SG_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start {} and end {} must be finite",
            start, end);
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
-  std::vector<double> values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * step;
-  return from_vector(values, {n}, options);
+  return generated("arange", {n}, options,
+                   [&](int64_t i) { return start + static_cast<double>(i) * step; });
 }
 
 Tensor eye(int64_t n, TensorOptions options) {
-  std::vector<double> values(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i) values[i * n + i] = 1.0;
-  return from_vector(values, {n, n}, options);
+  return generated("eye", {n, n}, options, [n](int64_t i) { return i % (n + 1) == 0 ? 1.0 : 0.0; });
 }
 
 namespace {
 // Random values are drawn on the host in row-major order, so a seed gives the same tensor on
 // every device.
 template <typename Draw>
-Tensor random_tensor(const Shape& shape, TensorOptions options, Draw draw) {
-  std::vector<double> values(static_cast<size_t>(numel_of(shape)));
-  for (double& v : values) v = draw();
-  return from_vector(values, shape, options);
+Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, Draw draw) {
+  return generated(op, shape, options, [&](int64_t) { return draw(); });
 }
 }  // namespace
 
 Tensor rand(const Shape& shape, Generator& gen, TensorOptions options) {
-  return random_tensor(shape, options, [&] { return gen.next_uniform(); });
+  return random_tensor("rand", shape, options, [&] { return gen.next_uniform(); });
 }
 Tensor randn(const Shape& shape, Generator& gen, TensorOptions options) {
-  return random_tensor(shape, options, [&] { return gen.next_normal(); });
+  return random_tensor("randn", shape, options, [&] { return gen.next_normal(); });
 }
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen,
                TensorOptions options) {
   SG_CHECK(low < high, "randint: low {} must be less than high {}", low, high);
   const auto range = static_cast<uint64_t>(high - low);
-  return random_tensor(shape, options, [&] {
+  return random_tensor("randint", shape, options, [&] {
     return static_cast<double>(low + static_cast<int64_t>(gen.next_u64() % range));
   });
 }

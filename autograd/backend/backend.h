@@ -26,6 +26,9 @@ class Backend {
   // ---- memory ----
   virtual void* allocate(size_t nbytes) = 0;
   virtual void deallocate(void* ptr, size_t nbytes) = 0;
+  // Bytes the allocator keeps for reuse (a caching allocator's free blocks): used as far as the
+  // system can tell, yet free for a new tensor (host_memory.h counts them as left).
+  virtual size_t reusable_bytes() const { return 0; }
   virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes) = 0;
 

@@ -1,4 +1,6 @@
 // Tensor basics: metadata, factories, data access, conversions, printing.
+#include "autograd/backend/backend.h"
+#include "autograd/host_memory.h"
 #include "tests/support/testing.h"
 
 namespace sg {
@@ -174,12 +176,20 @@ TEST(FactoryHardening, EverySizeProductIsChecked) {
 }
 
 TEST(FactoryHardening, AnImpossibleAllocationIsAnError) {
+  // 2^50 bytes (a petabyte): more than the memory left, refused before anything is allocated
+  // (autograd/host_memory.h).
+  ASSERT_TRUE(available_host_memory().has_value());
+  EXPECT_SG_ERROR(empty({int64_t{1} << 48}, kFloat32),
+                  "empty: a float32 tensor of shape [281474976710656] needs 1048576.00 GiB");
+  EXPECT_EQ(zeros({3}).sum().item<float>(), 0.0f);  // the allocator works on afterwards
 #if SG_TEST_WITH_ASAN
   GTEST_SKIP() << "AddressSanitizer aborts on allocations this large instead of failing them";
 #else
-  // 2^50 bytes (a petabyte): no machine has it, so the allocation fails, as an sg::Error.
-  EXPECT_SG_ERROR(empty({int64_t{1} << 48}, kFloat32), "cpu: out of memory allocating");
-  EXPECT_EQ(zeros({3}).sum().item<float>(), 0.0f);  // the allocator works on afterwards
+  // Where the memory left cannot be read, the system's refusal is an sg::Error too.
+  for (CpuKernels kernels : {CpuKernels::Reference, CpuKernels::Fast}) {
+    CpuKernelsGuard guard(kernels);
+    EXPECT_SG_ERROR(backend_for(kCPU).allocate(size_t{1} << 50), "cpu: out of memory allocating");
+  }
 #endif
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/backend/cpu_fast/fast_cpu_backend.h"
+#include "autograd/host_memory.h"
 
 namespace sg {
 
@@ -260,7 +261,15 @@ class CachingAllocator {
   }
 
   // aligned_alloc; when it fails, the cache may hold what the system needs: release, try again.
+  // A large request the machine is short of releases the cache first: Linux's allocation would
+  // succeed, and the out-of-memory killer end the process when the pages are written (the
+  // factory's check counted the cache as free for this tensor: host_memory.h).
   void* system_alloc(size_t alignment, size_t size) {
+    if (size >= kCheckedBytes &&
+        stats().cached_bytes > 0) {  // outside the lock, as the callers are
+      const auto memory = available_host_memory();
+      if (memory && memory->available < size + kHostMemoryReserve) release_cached();
+    }
     void* p = std::aligned_alloc(alignment, size);
     if (p == nullptr) {
       release_cached();
@@ -312,6 +321,8 @@ void* FastCpuBackend::allocate(size_t nbytes) {
   }
 }
 void FastCpuBackend::deallocate(void* ptr, size_t nbytes) { allocator().deallocate(ptr, nbytes); }
+
+size_t FastCpuBackend::reusable_bytes() const { return allocator().stats().cached_bytes; }
 
 }  // namespace cpu
 

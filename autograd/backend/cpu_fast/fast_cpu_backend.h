@@ -18,6 +18,7 @@ class FastCpuBackend : public CpuBackend {
  public:
   void* allocate(size_t nbytes) override;              // caching_allocator.cpp
   void deallocate(void* ptr, size_t nbytes) override;  // caching_allocator.cpp
+  size_t reusable_bytes() const override;              // caching_allocator.cpp
 
   // elementwise.cpp: blocks of rows over the thread pool, each block the reference's loop.
   void fill(const Tensor& out, double value) override;
