@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace sg {
 
@@ -15,6 +16,12 @@ namespace detail {
 // The message with " (at file:line)" of the user's call that is running, if any (call_site.h).
 std::string with_call_site(std::string message);
 }  // namespace detail
+
+// Untrusted text (a line of an input file, a name read from a checkpoint) as an error message
+// quotes it: at most `limit` bytes, a byte below 0x20 or 0x7f written as \xNN (a NUL would end
+// the message where it stands, a control character would drive the terminal), and the length said
+// when it is cut: "\x7fELF\x02\x01\x01\x00\x00... (142312 bytes)".
+std::string excerpt(std::string_view text, size_t limit = 80);
 
 class Error : public std::runtime_error {
  public:

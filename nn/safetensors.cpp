@@ -84,12 +84,9 @@ std::string make_header(const NamedTensors& tensors, const Metadata& metadata) {
 
 // ---- reading ----
 
-// A piece of the header for an error message: bounded, so a 100 MB value makes a short message.
-std::string excerpt(const std::string& text, size_t limit = kMaxQuoted) {
-  if (text.size() <= limit) return text;
-  return text.substr(0, limit) + fmt::format("... ({} bytes)", text.size());
-}
-std::string excerpt(const nlohmann::json& value) {
+// A piece of the header for an error message: bounded, so a 100 MB value makes a short message
+// (sg::excerpt, which also escapes control bytes).
+std::string excerpt_json(const nlohmann::json& value) {
   // Printing replaces invalid UTF-8 instead of throwing; the depth is bounded by the parser.
   return excerpt(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
@@ -143,7 +140,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   auto bad = [&](const std::string& why) {
     fail_invalid(path, "tensor '" + excerpt(name) + "' " + why);
   };
-  if (!value.is_object()) bad("is described by " + excerpt(value) + ", not an object");
+  if (!value.is_object()) bad("is described by " + excerpt_json(value) + ", not an object");
   for (const auto& [key, _] : value.items()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets") {
       bad("has unknown field " + excerpt(key));
@@ -152,7 +149,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   if (!value.contains("dtype") || !value["dtype"].is_string()) bad("has no dtype string");
   std::optional<DType> dtype = dtype_of_code(value["dtype"].get<std::string>());
   if (!dtype) {
-    bad("has dtype " + excerpt(value["dtype"]) + "; supported are F32, F64, I64, BOOL and BF16");
+    bad("has dtype " + excerpt_json(value["dtype"]) +
+        "; supported are F32, F64, I64, BOOL and BF16");
   }
 
   if (!value.contains("shape") || !value["shape"].is_array()) bad("has no shape array");
@@ -163,12 +161,12 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   Shape shape;
   uint64_t numel = 1;
   for (const auto& d : value["shape"]) {
-    if (!d.is_number_unsigned()) bad("has shape " + excerpt(value["shape"]));
+    if (!d.is_number_unsigned()) bad("has shape " + excerpt_json(value["shape"]));
     uint64_t size = d.get<uint64_t>();
     // Sizes must fit int64 and their product must not overflow.
     if (size > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
         (size != 0 && numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / size)) {
-      bad("has shape " + excerpt(value["shape"]) + ", too large");
+      bad("has shape " + excerpt_json(value["shape"]) + ", too large");
     }
     numel *= size;
     shape.push_back(static_cast<int64_t>(size));
@@ -177,7 +175,7 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
   const nlohmann::json offsets = value.value("data_offsets", nlohmann::json());
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned()) {
-    bad("has data_offsets " + excerpt(offsets) + "; expected [begin, end]");
+    bad("has data_offsets " + excerpt_json(offsets) + "; expected [begin, end]");
   }
   uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
   if (begin > end || end > data_size) {
@@ -197,8 +195,8 @@ Metadata parse_metadata(const std::string& path, const nlohmann::json& value) {
   Metadata metadata;
   for (const auto& [key, v] : value.items()) {
     if (!v.is_string()) {
-      fail_invalid(
-          path, "__metadata__ value of '" + excerpt(key) + "' is " + excerpt(v) + ", not a string");
+      fail_invalid(path, "__metadata__ value of '" + excerpt(key) + "' is " + excerpt_json(v) +
+                             ", not a string");
     }
     metadata[key] = v.get<std::string>();
   }

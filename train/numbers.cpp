@@ -16,11 +16,6 @@ constexpr std::string_view kind_of() {
   return "an integer";
 }
 
-// The text as it goes into a message: at most 80 characters.
-std::string shown(std::string_view text) {
-  return text.size() <= 80 ? std::string(text) : std::string(text.substr(0, 80)) + "...";
-}
-
 }  // namespace
 
 template <typename T>
@@ -29,15 +24,15 @@ T parse_number(std::string_view text, std::string_view what, std::string_view ki
   T value{};
   const nn::NumberText read = nn::read_number(text, value);
   SG_CHECK(read != nn::NumberText::kOutOfRange, "{} = '{}' is not {}: out of range", what,
-           shown(text), kind);
-  SG_CHECK(read == nn::NumberText::kNumber, "{} = '{}' is not {}", what, shown(text), kind);
+           excerpt(text), kind);
+  SG_CHECK(read == nn::NumberText::kNumber, "{} = '{}' is not {}", what, excerpt(text), kind);
   return value;
 }
 
 bool parse_bool(std::string_view text, std::string_view what) {
   if (text == "true" || text == "1") return true;
   if (text == "false" || text == "0") return false;
-  SG_FAIL("{} = '{}' is not true or false", what, shown(text));
+  SG_FAIL("{} = '{}' is not true or false", what, excerpt(text));
 }
 
 template <typename T>
@@ -53,7 +48,7 @@ std::function<std::string(std::string&)> number_in(T lo, T hi) {
       check_range("the value", parse_number<T>(text, "the value"), lo, hi);
       return "";
     } catch (const sg::Error&) {
-      return fmt::format("'{}' is not {} in [{}, {}]", shown(text), kind_of<T>(), lo, hi);
+      return fmt::format("'{}' is not {} in [{}, {}]", excerpt(text), kind_of<T>(), lo, hi);
     }
   };
 }
@@ -76,7 +71,7 @@ std::function<std::string(std::string&)> number_in(const RealInterval& range) {
       check_range("the value", parse_number<double>(text, "the value"), range);
       return "";
     } catch (const sg::Error&) {
-      return fmt::format("'{}' is not a number in {}", shown(text), range.text());
+      return fmt::format("'{}' is not a number in {}", excerpt(text), range.text());
     }
   };
 }

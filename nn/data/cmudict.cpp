@@ -31,12 +31,31 @@ std::string strip_alternate(const std::string& word) {
   return word.substr(0, open);
 }
 
+// Longer than any dictionary's line by far: a file without line breaks (a binary, a dump) is
+// refused at this length instead of read whole into one line.
+constexpr size_t kMaxLineBytes = 64 * 1024;
+
+// The next line without its '\n'; false at the end of the input.
+bool read_line(std::istream& in, std::string& line, const std::string& source, int64_t number) {
+  line.clear();
+  std::streambuf& bytes = *in.rdbuf();
+  for (int c = bytes.sbumpc(); c != std::char_traits<char>::eof(); c = bytes.sbumpc()) {
+    if (c == '\n') return true;
+    SG_CHECK(line.size() < kMaxLineBytes,
+             "read_cmudict: {}:{}: a line longer than {} bytes (\"{}\"): not a pronouncing "
+             "dictionary",
+             source, number, kMaxLineBytes, excerpt(line));
+    line.push_back(static_cast<char>(c));
+  }
+  return !line.empty();
+}
+
 }  // namespace
 
 std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& source) {
   std::vector<Pronunciation> entries;
   std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
+  for (int64_t number = 1; read_line(in, line, source, number); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.starts_with(";;;")) continue;
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
@@ -46,11 +65,11 @@ std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& so
     Pronunciation entry{strip_alternate(word), {}, number};
     for (std::string p; fields >> p;) {
       SG_CHECK(is_phoneme(p), "read_cmudict: {}:{}: '{}' is not an ARPAbet phoneme in \"{}\"",
-               source, number, p, line);
+               source, number, excerpt(p), excerpt(line));
       entry.phonemes.push_back(p);
     }
     SG_CHECK(!entry.phonemes.empty(), "read_cmudict: {}:{}: no phonemes after the word in \"{}\"",
-             source, number, line);
+             source, number, excerpt(line));
     entries.push_back(std::move(entry));
   }
   SG_CHECK(!in.bad(), "read_cmudict: {}: read error", source);

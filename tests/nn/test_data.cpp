@@ -53,6 +53,18 @@ TEST(Cmudict, BadLinesNameFileAndLine) {
   EXPECT_SG_ERROR(parse("ok OW1 K EY1\nbad b AE1 D\n"), "test.dict:2: 'b' is not an ARPAbet");
   EXPECT_SG_ERROR(parse("bad B AE3 D\n"), "test.dict:1");
   EXPECT_SG_ERROR(read_cmudict("/nonexistent/cmudict.dict"), "get_cmudict.sh");
+  // A binary file: its bytes are quoted escaped (a NUL had ended the message at the quote).
+  const std::string elf(
+      "\x7f"
+      "ELF\x02\x01\x01\x00\x00 X\x01Y",
+      13);
+  EXPECT_SG_ERROR(parse(elf),
+                  "test.dict:1: 'X\\x01Y' is not an ARPAbet phoneme in "
+                  "\"\\x7fELF\\x02\\x01\\x01\\x00\\x00 X\\x01Y\"");
+  // No line break for megabytes: refused at 64 KiB, not read whole.
+  EXPECT_SG_ERROR(parse("ok OW1 K EY1\n" + std::string(1 << 20, 'a')),
+                  "test.dict:2: a line longer than 65536 bytes (\"aaaa");
+  EXPECT_EQ(parse("ok OW1 K EY1").size(), 1u);  // a last line without '\n' still counts
 }
 
 TEST(Cmudict, EntriesKnowTheirLineAndAFifoIsRefusedNotWaitedOn) {
