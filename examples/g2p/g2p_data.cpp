@@ -12,12 +12,12 @@ std::optional<std::string> check_word(const std::string& word) {
       return fmt::format(
           "the word '{}' has the byte 0x{:02x}, outside printable ASCII (the letters of a word "
           "are single ASCII characters: remove or transliterate it)",
-          word, c);
+          sg::excerpt(word), c);
     }
   }
   if (word.size() > kMaxLetters) {
-    return fmt::format("the word '{}...' has {} letters; at most {} fit the model",
-                       word.substr(0, 20), word.size(), kMaxLetters);
+    return fmt::format("the word '{}' has {} letters; at most {} fit the model",
+                       sg::excerpt(word, 20), word.size(), kMaxLetters);
   }
   return std::nullopt;
 }

@@ -91,7 +91,8 @@ int run_pronounce(const std::string& checkpoint, std::vector<std::string> words,
     w = sg::data::lowercase_word(w);
     problems.push_back(unspellable(w, model.letters));
     if (problems.back()) {
-      fmt::print(stderr, "g2p pronounce: cannot pronounce '{}': {}\n", w, *problems.back());
+      fmt::print(stderr, "g2p pronounce: cannot pronounce '{}': {}\n", sg::excerpt(w),
+                 *problems.back());
     } else {
       spellable.push_back(w);
     }

@@ -81,6 +81,14 @@ else
   echo "FAIL: pronounce with an unspellable word: status $status"; cat "$dir/out" "$dir/err"
   failures=$((failures + 1))
 fi
+# A control byte in a word is quoted escaped: the message never drives the terminal.
+printf 'te\033[31mst\n' | "$bin" pronounce --checkpoint "$dir/run/model.safetensors" --beam 1 \
+  >"$dir/out" 2>"$dir/err"
+if grep -qF "cannot pronounce 'te\x1b[31mst'" "$dir/err" && ! grep -q $'\033' "$dir/err"; then
+  passes=$((passes + 1))
+else
+  echo "FAIL: a control byte in a word"; cat -v "$dir/err"; failures=$((failures + 1))
+fi
 # The first 300 headwords (awk stops reading the file itself: no pipe for it to close early).
 awk '!/^;;;/ { sub(/\(.*/, "", $1); print $1; if (++n == 300) exit }' "$dict" >"$dir/many"
 input=$dir/many expect_ok "abbreviate " pronounce --checkpoint "$dir/run/model.safetensors" --beam 2
