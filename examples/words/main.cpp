@@ -14,7 +14,6 @@
 
 #include "nn/nn.h"
 #include "train/cli.h"
-#include "train/loop_config.h"
 #include "train/metadata.h"
 #include "train/trainer.h"
 
@@ -39,6 +38,7 @@ struct Config {
         .integer("heads", heads, 1, 256, OnResume::kFixedModel, "attention heads")
         .integer("layers", layers, 1, 64, OnResume::kFixedModel, "Transformer blocks")
         .integer("d_ff", d_ff, 1, 65536, OnResume::kFixedModel, "feed-forward width")
+        .flag("--ffn")  // as g2p and copy_task name it
         .integer("warmup", warmup, 0, 1000000000, OnResume::kFixed, "steps of rising lr")
         .integer("seed", seed, 0, INT64_MAX, OnResume::kFixed, "weights and data")
         .real("lr", lr, 0, 1, OnResume::kFixed, "peak learning rate (AdamW, cosine)")

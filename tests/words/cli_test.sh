@@ -6,7 +6,7 @@ bin=$1
 dict=$2
 source "$(dirname "${BASH_SOURCE[0]}")/../support/cli_testing.sh"
 
-small=(--data "$dict" --eval-every 20 --warmup 5 --batch 16 --d-model 32 --d-ff 64 --quiet)
+small=(--data "$dict" --eval-every 20 --warmup 5 --batch 16 --d-model 32 --ffn 64 --quiet)
 expect_ok "best, at step" train "${small[@]}" --steps 40 --layers 2 --out "$dir/run" \
   --metrics-json "$dir/run.json"
 grep -qF '"held_out_loss":' "$dir/run.json" || { echo "FAIL: no --metrics-json"; failures=$((failures + 1)); }

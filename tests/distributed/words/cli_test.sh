@@ -15,7 +15,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 small=(train --distributed --data "$dict" --steps 40 --eval-every 20 --warmup 5 --batch 16
-       --d-model 32 --d-ff 64 --layers 2 --quiet)
+       --d-model 32 --ffn 64 --layers 2 --quiet)
 
 # 1. Two ranks.
 "$mpirun" -np 2 --oversubscribe "$words" "${small[@]}" --out "$dir/straight" \
