@@ -120,14 +120,17 @@ Tensor& Tensor::uniform_(double low, double high) {
   SG_PROFILE_OP("uniform_");
   SG_CHECK(low <= high, "uniform_: low {} must not exceed high {}", low, high);
   NoGradGuard no_grad;
-  return copy_(rand(shape(), TensorOptions(kFloat64).device(device())) * (high - low) + low);
+  // Scaled in place: one float64 temporary beside the tensor, not three.
+  Tensor values = rand(shape(), TensorOptions(kFloat64).device(device()));
+  return copy_(values.mul_(high - low).add_(low));
 }
 
 Tensor& Tensor::normal_(double mean, double std) {
   SG_PROFILE_OP("normal_");
   SG_CHECK(std >= 0, "normal_: std must be non-negative, got {}", std);
   NoGradGuard no_grad;
-  return copy_(randn(shape(), TensorOptions(kFloat64).device(device())) * std + mean);
+  Tensor values = randn(shape(), TensorOptions(kFloat64).device(device()));
+  return copy_(values.mul_(std).add_(mean));
 }
 
 // ---- adam_update_ ----
