@@ -63,14 +63,14 @@ TEST(CopyTaskConfig, RefusesImpossibleSizesAndNonFiniteRates) {
   c.lr_factor = 0;
   EXPECT_SG_ERROR(c.validate(), "--lr-factor must be in (0, 1e+30], got 0");
   // Each open end, as the flag and a checkpoint have it.
-  c = Config::preset_named("tiny");
-  c.dropout = 1;
-  EXPECT_SG_ERROR(c.validate(), "--dropout must be in [0, 1), got 1");
-  c = Config::preset_named("tiny");
-  c.beta2 = 1;
-  EXPECT_SG_ERROR(c.validate(), "beta2 (of --preset) must be in [0, 1), got 1");
-  c = Config::preset_named("tiny");
-  c.eps = 0;
+  for (const auto& [set, message] : std::vector<std::pair<void (*)(Config&), std::string>>{
+           {[](Config& t) { t.dropout = 1; }, "--dropout must be in [0, 1), got 1"},
+           {[](Config& t) { t.beta2 = 1; }, "beta2 (of --preset) must be in [0, 1), got 1"},
+           {[](Config& t) { t.eps = 0; }, "eps (of --preset) must be in (0, 1], got 0"}}) {
+    c = Config::preset_named("tiny");
+    set(c);
+    EXPECT_SG_ERROR(c.validate(), message);
+  }
   EXPECT_SG_ERROR(Config::from_map(c.to_map()), "checkpoint config 'eps' is 0, not in (0, 1]");
 }
 
