@@ -41,7 +41,7 @@ Vocabulary Vocabulary::from_symbols(const std::vector<std::string>& all_symbols)
   for (size_t i = 0; i < all_symbols.size(); ++i) {
     SG_CHECK(!all_symbols[i].empty(), "Vocabulary::from_symbols: symbol {} is empty", i);
     const bool inserted = v.ids_.emplace(all_symbols[i], static_cast<int64_t>(i)).second;
-    SG_CHECK(inserted, "Vocabulary::from_symbols: '{}' appears twice", all_symbols[i]);
+    SG_CHECK(inserted, "Vocabulary::from_symbols: '{}' appears twice", excerpt(all_symbols[i]));
   }
   return v;
 }

@@ -264,7 +264,9 @@ TEST(TrainLoop, StartingOverRemovesTheOldRunsChartsAndAResumeKeepsThem) {
   o.overwrite = false, o.resume = true, o.steps = 40;
   Training resumed(o);
   resumed.task->at_evaluation = [&](int64_t step) {
-    if (step == 40) EXPECT_TRUE(fs::exists(loss) && fs::exists(chart));
+    if (step == 40) {
+      EXPECT_TRUE(fs::exists(loss) && fs::exists(chart));
+    }
   };
   resumed.fit();
   EXPECT_EQ(resumed.task->evaluations, (std::vector<int64_t>{40}));
