@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <mutex>
@@ -45,19 +46,60 @@ std::optional<uint64_t> number_in_file(const std::string& path) {
   return value;
 }
 
-// What the process's cgroup (v2: the "0::/path" line of /proc/self/cgroup) still allows.
-std::optional<uint64_t> cgroup_headroom() {
-  const std::string groups = read_file("/proc/self/cgroup");
-  const size_t at = groups.rfind("0::", 0) == 0 ? 0 : groups.find("\n0::");
-  if (at == std::string::npos) return std::nullopt;
-  const size_t start = groups.find("::", at) + 2;
-  const std::string path = groups.substr(start, groups.find('\n', start) - start);
-  const std::string dir = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
-  const auto limit = number_in_file(dir + "/memory.max");
-  const auto used = number_in_file(dir + "/memory.current");
-  if (!limit || !used) return std::nullopt;
-  return *limit > *used ? *limit - *used : 0;
+// A "key value" line's value in memory.stat's text.
+std::optional<uint64_t> stat_value(const std::string& text, const std::string& key) {
+  std::istringstream lines(text);
+  for (std::string name, value; lines >> name >> value;) {
+    if (name != key) continue;
+    uint64_t v = 0;
+    const auto [next, error] = std::from_chars(value.data(), value.data() + value.size(), v);
+    return error == std::errc() && next == value.data() + value.size() ? std::optional(v)
+                                                                       : std::nullopt;
+  }
+  return std::nullopt;
 }
+
+}  // namespace
+
+namespace detail {
+
+std::optional<uint64_t> cgroup_headroom(const std::string& self_cgroup, const std::string& root) {
+  // The memory controller's line: v1 "4:memory:/path" (it enforces where both are mounted), else
+  // v2 "0::/path".
+  std::string v1, v2;
+  std::istringstream lines(self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const std::string path = line.substr(second + 1);
+    if (("," + controllers + ",").find(",memory,") != std::string::npos) v1 = path;
+    if (line.rfind("0::", 0) == 0) v2 = path;
+  }
+  const auto under = [&](const std::string& dir, const std::string& path) {
+    return root + dir + (path == "/" ? std::string() : path);
+  };
+  std::optional<uint64_t> limit, used, cache;
+  if (!v1.empty()) {
+    const std::string dir = under("/memory", v1);
+    limit = number_in_file(dir + "/memory.limit_in_bytes");
+    used = number_in_file(dir + "/memory.usage_in_bytes");
+    cache = stat_value(read_file(dir + "/memory.stat"), "cache");
+  } else if (!v2.empty()) {
+    const std::string dir = under("", v2);
+    limit = number_in_file(dir + "/memory.max");  // "max": no limit
+    used = number_in_file(dir + "/memory.current");
+    cache = stat_value(read_file(dir + "/memory.stat"), "file");
+  }
+  if (!limit || !used) return std::nullopt;
+  // Page cache counts as used, but the kernel reclaims it before it kills anything.
+  const uint64_t held = *used - std::min(*used, cache.value_or(0));
+  return *limit > held ? *limit - held : 0;
+}
+
+}  // namespace detail
+
+namespace {
 
 std::string gib(uint64_t bytes) {
   return bytes >= (uint64_t{1} << 30)
@@ -77,8 +119,9 @@ std::optional<HostMemory> available_host_memory() {
   if (!available) return std::nullopt;
   HostMemory m{*available + meminfo_bytes(meminfo, "SwapFree").value_or(0),
                "MemAvailable + SwapFree"};
-  if (const auto headroom = cgroup_headroom(); headroom && *headroom < m.available)
-    m = {*headroom, "the cgroup's memory.max less its memory.current"};
+  const auto headroom = detail::cgroup_headroom(read_file("/proc/self/cgroup"), "/sys/fs/cgroup");
+  if (headroom && *headroom < m.available)
+    m = {*headroom, "the cgroup's memory limit less what it holds apart from page cache"};
   return m;
 }
 

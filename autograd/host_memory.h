@@ -32,7 +32,9 @@ struct HostMemory {
 };
 
 // The bytes this process can still take: /proc/meminfo's MemAvailable plus SwapFree, or less
-// where the process's cgroup (v2) sets memory.max; nothing where neither can be read.
+// where the process's memory cgroup sets a lower limit (v1's memory.limit_in_bytes, v2's
+// memory.max, less what the group holds apart from page cache); nothing where /proc cannot be
+// read.
 std::optional<HostMemory> available_host_memory();
 
 inline constexpr uint64_t kCheckedBytes = uint64_t{64} << 20;  // 64 MiB
@@ -49,6 +51,9 @@ void check_host_allocation(uint64_t nbytes, uint64_t reusable, const std::string
 namespace detail {
 // Tests only: the memory left as available_host_memory() reports it (nothing: read the machine).
 void set_host_memory_for_testing(std::optional<HostMemory> memory);
+// What a memory cgroup still allows, from /proc/self/cgroup's text and the cgroup file system's
+// root ("/sys/fs/cgroup"); nothing where no limit is set or it cannot be read.
+std::optional<uint64_t> cgroup_headroom(const std::string& self_cgroup, const std::string& root);
 }  // namespace detail
 
 }  // namespace sg

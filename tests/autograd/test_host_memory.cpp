@@ -3,6 +3,11 @@
 // more than 300 MiB.
 #include "autograd/host_memory.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "autograd/backend/backend.h"
 #include "autograd/backend/cpu_fast/caching_allocator.h"
 #include "tests/support/testing.h"
@@ -25,6 +30,38 @@ TEST(FactoryHostMemory, TheMachinesMemoryIsRead) {
   ASSERT_TRUE(memory.has_value()) << "/proc/meminfo has no MemAvailable";
   EXPECT_GT(memory->available, 0u);
   EXPECT_FALSE(memory->source.empty());
+}
+
+// A cgroup file system as the kernel shows it, v1 and v2, in a directory of the test's own.
+TEST(FactoryHostMemory, AMemoryCgroupsLimitLessWhatItHoldsApartFromPageCache) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / fmt::format("sg-cgroup-{}", ::getpid());
+  const auto write = [&](const std::string& file, const std::string& text) {
+    fs::create_directories((root / file).parent_path());
+    std::ofstream(root / file) << text;
+  };
+  const uint64_t gib = uint64_t{1} << 30;
+  // v2: 8 GiB limit, 5 GiB used of which 2 GiB is page cache: 5 GiB left.
+  write("job/memory.max", "8589934592\n");
+  write("job/memory.current", "5368709120\n");
+  write("job/memory.stat", "anon 3221225472\nfile 2147483648\n");
+  EXPECT_EQ(detail::cgroup_headroom("0::/job\n", root.string()), 5 * gib);
+  write("job/memory.max", "max\n");  // no limit
+  EXPECT_EQ(detail::cgroup_headroom("0::/job\n", root.string()), std::nullopt);
+  // v1 (memory controller on its own line; it enforces where v2 is mounted too): 4 GiB limit,
+  // 3 GiB used of which 1 GiB is cache.
+  write("memory/box/memory.limit_in_bytes", "4294967296\n");
+  write("memory/box/memory.usage_in_bytes", "3221225472\n");
+  write("memory/box/memory.stat", "cache 1073741824\nrss 2147483648\n");
+  EXPECT_EQ(detail::cgroup_headroom("4:memory:/box\n3:cpuset:/\n0::/job\n", root.string()),
+            2 * gib);
+  // Used above the limit (the kernel is reclaiming): nothing left, not a wrapped-around number.
+  write("memory/box/memory.usage_in_bytes", "6442450944\n");
+  write("memory/box/memory.stat", "cache 0\n");
+  EXPECT_EQ(detail::cgroup_headroom("4:memory:/box\n", root.string()), 0u);
+  EXPECT_EQ(detail::cgroup_headroom("", root.string()), std::nullopt);
+  EXPECT_EQ(detail::cgroup_headroom("0::/absent\n", root.string()), std::nullopt);
+  fs::remove_all(root);
 }
 
 TEST(FactoryHostMemory, ATensorThatCannotFitIsAnErrorNamingIt) {
