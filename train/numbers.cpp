@@ -37,8 +37,11 @@ bool parse_bool(std::string_view text, std::string_view what) {
 
 template <typename T>
 void check_range(std::string_view flag, T value, T lo, T hi) {
-  // Written so that a NaN fails too.
-  SG_CHECK(value >= lo && value <= hi, "{} must be in [{}, {}], got {}", flag, lo, hi, value);
+  if constexpr (std::is_same_v<T, double>) {  // a real's range is an interval with both ends
+    check_range(flag, value, RealInterval{.lo = lo, .hi = hi});
+  } else {
+    SG_CHECK(value >= lo && value <= hi, "{} must be in [{}, {}], got {}", flag, lo, hi, value);
+  }
 }
 
 template <typename T>
