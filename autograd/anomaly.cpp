@@ -11,16 +11,21 @@
 
 namespace sg {
 
-namespace {
-
-bool enabled_by_environment() {
-  const char* value = std::getenv("SCRATCHGRAD_DETECT_ANOMALY");
-  return value != nullptr && std::strcmp(value, "") != 0 && std::strcmp(value, "0") != 0;
+// Unset, empty or "0": off; "1": on. Anything else ("false", "yes") is an error, as the other
+// variables' bad values are: a word read as "on" slowed every op of a run silently.
+bool detail::detect_anomaly_setting(const char* value) {
+  if (value == nullptr || std::strcmp(value, "") == 0 || std::strcmp(value, "0") == 0) return false;
+  SG_CHECK(std::strcmp(value, "1") == 0, "SCRATCHGRAD_DETECT_ANOMALY must be 0 or 1, got '{}'",
+           excerpt(value));
+  return true;
 }
+
+namespace {
 
 // Process-wide, as torch.autograd.set_detect_anomaly: a guard in main() covers every thread.
 std::atomic<bool>& anomaly_state() {
-  static std::atomic<bool> state{enabled_by_environment()};
+  static std::atomic<bool> state{
+      detail::detect_anomaly_setting(std::getenv("SCRATCHGRAD_DETECT_ANOMALY"))};
   return state;
 }
 

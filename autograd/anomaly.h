@@ -26,6 +26,11 @@ class Node;
 bool is_anomaly_enabled();
 void set_detect_anomaly(bool enabled);
 
+namespace detail {
+// SCRATCHGRAD_DETECT_ANOMALY's value read: null, "" or "0" off, "1" on, else an error.
+bool detect_anomaly_setting(const char* value);
+}  // namespace detail
+
 class DetectAnomalyGuard {
  public:
   explicit DetectAnomalyGuard(bool enabled = true) : previous_(is_anomaly_enabled()) {

@@ -4,6 +4,7 @@
 //   precision read float32 tensors as bfloat16 under sg::AutocastGuard, autograd/autocast.h).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <ostream>
 #include <string_view>
@@ -58,6 +59,12 @@ constexpr size_t dtype_size(DType d) {
 // Floating point, as torch.is_floating_point: bfloat16 too.
 constexpr bool is_floating(DType d) {
   return d == DType::BFloat16 || d == DType::Float32 || d == DType::Float64;
+}
+
+// Whether `value` is a whole number an int64_t holds exactly: false for a fraction, an infinity, a
+// NaN and anything of magnitude 2^63 or more, whose conversion to int64_t would be undefined.
+inline bool holds_int64(double value) {
+  return value >= -0x1p63 && value < 0x1p63 && std::floor(value) == value;
 }
 
 // Type promotion, as PyTorch for tensor-tensor operands: bool < int64 < bfloat16 < float32 <

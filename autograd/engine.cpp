@@ -28,6 +28,12 @@ namespace {
 // so that an in-place change to one leaf's .grad() (clip_grad_norm_, say) can never reach
 // another's.
 void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
+  // A graph records its leaves' shapes when it is built; set_data may give a leaf another shape
+  // or dtype after that, and its gradient would then not be the leaf's own.
+  SG_CHECK(grad.shape() == leaf.shape && grad.dtype() == leaf.dtype,
+           "backward: a leaf's gradient is {} {}, but the leaf is {} {} now (set_data changed it "
+           "after the graph that uses it was built; run the forward again)",
+           grad.dtype(), grad.shape(), leaf.dtype, leaf.shape);
   // --8<-- [start:ex03.accumulate_into_leaf]
   if (!leaf.grad) {
     // Kept as is only when nothing else can reach its memory (no other tensor or view of the same

@@ -49,6 +49,8 @@ Tensor empty_strided(const Shape& shape, const Strides& strides, TensorOptions o
 }
 
 Tensor full(const Shape& shape, double value, TensorOptions options) {
+  SG_CHECK(is_floating(options.dtype()) || options.dtype() == kBool || holds_int64(value),
+           "full: {} is not a value of dtype {}", value, options.dtype());
   Tensor t = empty(shape, options);
   backend_for(t.device()).fill(t, value);
   return t;
@@ -79,10 +81,19 @@ Tensor generated(const char* op, const Shape& shape, TensorOptions options, Valu
 }  // namespace
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
-  SG_CHECK(step != 0, "arange: step must be non-zero");
+  SG_CHECK(step != 0 && std::isfinite(step), "arange: step must be finite and non-zero, got {}",
+           step);
   SG_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start {} and end {} must be finite",
            start, end);
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
+  SG_CHECK(is_floating(options.dtype()) || (holds_int64(start) && holds_int64(step)),
+           "arange: start {} and step {} must be whole numbers for dtype {} (give a float dtype "
+           "for a range of fractions)",
+           start, step, options.dtype());
+  const double count = std::max(0.0, std::ceil((end - start) / step));
+  SG_CHECK(count < 0x1p62,
+           "arange: [{}, {}) in steps of {} has {} elements, more than a tensor holds", start, end,
+           step, count);
+  const auto n = static_cast<int64_t>(count);
   return generated("arange", {n}, options,
                    [&](int64_t i) { return start + static_cast<double>(i) * step; });
 }
@@ -100,10 +111,18 @@ Tensor random_tensor(const char* op, const Shape& shape, TensorOptions options, 
 }
 }  // namespace
 
+// Uniform and normal draws are reals: an integer dtype would keep only their whole part.
+void check_real_draws(const char* op, DType dtype) {
+  SG_CHECK(is_floating(dtype), "{}: draws real numbers, not {} values (randint draws integers)", op,
+           dtype);
+}
+
 Tensor rand(const Shape& shape, Generator& gen, TensorOptions options) {
+  check_real_draws("rand", options.dtype());
   return random_tensor("rand", shape, options, [&] { return gen.next_uniform(); });
 }
 Tensor randn(const Shape& shape, Generator& gen, TensorOptions options) {
+  check_real_draws("randn", options.dtype());
   return random_tensor("randn", shape, options, [&] { return gen.next_normal(); });
 }
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen,

@@ -1,6 +1,7 @@
 #include "autograd/shape.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -35,6 +36,21 @@ Strides contiguous_strides(const Shape& shape) {
   }
   return strides;
   // --8<-- [end:ex01.contiguous_strides]
+}
+
+bool elements_may_overlap(const Shape& shape, const Strides& strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size) of the dims stepped along
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return false;  // no elements
+    if (shape[d] != 1) dims.emplace_back(std::abs(strides[d]), shape[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 0;  // the largest offset reached by the dims so far, from their first element
+  for (const auto& [stride, size] : dims) {
+    if (stride <= span) return true;  // stride 0 included
+    span += (size - 1) * stride;
+  }
+  return false;
 }
 
 int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim) {

@@ -18,6 +18,11 @@ Strides contiguous_strides(const Shape& shape);
 // (contiguous, or a permutation of it such as a transpose), as PyTorch's
 // is_non_overlapping_and_dense: a tensor of the same strides then walks it in the same order.
 bool is_non_overlapping_and_dense(const Shape& shape, const Strides& strides);
+// Whether two indices may name one element: a stride of 0 along a dim of more than one element
+// (an expanded view), or strides that do not nest (each dim's stride, in increasing order, at
+// least the span of the dims below it). Views made by transposing, narrowing, selecting and
+// slicing always nest; an in-place write into a tensor whose elements may overlap is refused.
+bool elements_may_overlap(const Shape& shape, const Strides& strides);
 
 // Maps a possibly negative dim into [0, ndim); throws "op: dim d out of range for a n-D tensor".
 int64_t normalize_dim(std::string_view op, int64_t dim, int64_t ndim);

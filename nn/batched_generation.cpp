@@ -49,8 +49,9 @@ std::vector<std::vector<int64_t>> generate_in_batches(
     Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sources,
     const GenerationOptions& options, const BeamSearchOptions& beam, int64_t batch_size,
     Device device) {
-  SG_CHECK(beam.beam_size >= 1, "generate_in_batches: beam_size must be at least 1, got {}",
-           beam.beam_size);
+  SG_CHECK(beam.beam_size >= 1 && beam.beam_size <= BeamSearchOptions::kMaxBeamSize,
+           "generate_in_batches: beam_size must be in [1, {}], got {}",
+           BeamSearchOptions::kMaxBeamSize, beam.beam_size);
   std::vector<std::vector<int64_t>> out;
   for_each_batch("generate_in_batches", sources, options, batch_size, device,
                  [&](size_t, const Tensor& src) {

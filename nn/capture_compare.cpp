@@ -49,8 +49,12 @@ CaptureDifference compare_one(const std::string& name, const Tensor* a, const Te
   const std::vector<double> x = a->to_vector<double>(), y = b->to_vector<double>();
   for (size_t i = 0; i < x.size(); ++i) {
     const double diff = std::abs(x[i] - y[i]);
-    const bool nan = std::isnan(x[i]) != std::isnan(y[i]);
-    if (nan || diff > atol + rtol * std::abs(x[i])) d.diverges = true;
+    // Equal values (the same infinity too) and NaN against NaN agree; otherwise an infinity or a
+    // NaN on either side diverges: the tolerance test alone would pass inf against 0 (inf <= inf).
+    const bool same = x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i]));
+    const bool close =
+        std::isfinite(x[i]) && std::isfinite(y[i]) && diff <= atol + rtol * std::abs(x[i]);
+    if (!same && !close) d.diverges = true;
     if (std::isnan(diff)) continue;
     d.max_abs = std::max(d.max_abs, diff);
     if (x[i] != 0) d.max_rel = std::max(d.max_rel, diff / std::abs(x[i]));

@@ -177,7 +177,13 @@ class Sampler {
 
 }  // namespace
 
+Prefixes::Prefixes(int64_t rows) {
+  SG_CHECK(rows >= 1, "generation: Prefixes needs at least one row, got {}", rows);
+  rows_.resize(static_cast<size_t>(rows));
+}
+
 Tensor Prefixes::append(const std::vector<int64_t>& tokens, Device device) {
+  SG_CHECK(!rows_.empty(), "generation: no rows to append to (reorder kept none)");
   SG_CHECK(tokens.size() == rows_.size(), "generation: {} tokens for {} rows", tokens.size(),
            rows_.size());
   std::vector<int64_t> flat;
@@ -192,7 +198,11 @@ Tensor Prefixes::append(const std::vector<int64_t>& tokens, Device device) {
 void Prefixes::reorder(const std::vector<int64_t>& rows) {
   std::vector<std::vector<int64_t>> next;
   next.reserve(rows.size());
-  for (int64_t r : rows) next.push_back(rows_.at(static_cast<size_t>(r)));
+  for (int64_t r : rows) {
+    SG_CHECK(r >= 0 && r < static_cast<int64_t>(rows_.size()),
+             "generation: reorder names row {} of {} rows", r, rows_.size());
+    next.push_back(rows_[static_cast<size_t>(r)]);
+  }
   rows_ = std::move(next);
 }
 
@@ -253,7 +263,9 @@ std::vector<std::vector<Hypothesis>> beam_search(Seq2SeqModel& model, const Tens
                                                  const GenerationOptions& o,
                                                  const BeamSearchOptions& beam) {
   check_options("beam_search", src, o);
-  SG_CHECK(beam.beam_size >= 1, "beam_search: beam_size must be >= 1, got {}", beam.beam_size);
+  SG_CHECK(beam.beam_size >= 1 && beam.beam_size <= BeamSearchOptions::kMaxBeamSize,
+           "beam_search: beam_size must be in [1, {}], got {}", BeamSearchOptions::kMaxBeamSize,
+           beam.beam_size);
   SG_CHECK(beam.length_penalty >= 0 && std::isfinite(beam.length_penalty),
            "beam_search: length_penalty must be >= 0, got {}", beam.length_penalty);
   NoGradGuard no_grad;

@@ -40,7 +40,7 @@ class DecodingState {
 // [rows, T]; reorder() follows DecodingState::reorder.
 class Prefixes {
  public:
-  explicit Prefixes(int64_t rows) : rows_(static_cast<size_t>(rows)) {}
+  explicit Prefixes(int64_t rows);
   Tensor append(const std::vector<int64_t>& tokens, Device device);
   void reorder(const std::vector<int64_t>& rows);
 
@@ -82,6 +82,9 @@ struct GenerationOptions {
 };
 
 struct BeamSearchOptions {
+  // In [1, kMaxBeamSize]: each hypothesis is a row of the decoder's batch, so a beam of millions
+  // is a mistake to report, not a batch to allocate.
+  static constexpr int64_t kMaxBeamSize = 4096;
   int64_t beam_size = 4;
   // A finished hypothesis is ranked by log P / length^length_penalty (length counts its <eos>).
   // 0 ranks by probability alone, which favours short sequences; 1 by the mean log-probability.

@@ -1,5 +1,7 @@
 #include "nn/module.h"
 
+#include <unordered_set>
+
 namespace sg::nn {
 
 Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
@@ -69,6 +71,12 @@ Tensor Module::register_buffer(const std::string& name, Tensor value) {
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
   check_new_name(name);
   SG_CHECK(module != nullptr, "{}: submodule '{}' is null", type_name_, name);
+  // A module inside itself would make every walk of the tree (parameters, train, to) endless.
+  for (const auto& [path, inner] : module->named_modules()) {
+    SG_CHECK(inner.get() != this,
+             "{}: submodule '{}' contains this module{}: a module cannot hold itself", type_name_,
+             name, path.empty() ? "" : fmt::format(" (as '{}.{}')", name, path));
+  }
   children_.emplace_back(name, std::move(module));
 }
 
@@ -86,16 +94,29 @@ void Module::collect(const std::string& prefix, bool recurse, bool want_params, 
   }
 }
 
+namespace {
+
+// Each tensor once, under its first name: a tensor registered twice (tied weights) or held by a
+// submodule registered under two names is one parameter, for the optimizer and the counts alike
+// (PyTorch's remove_duplicate). state_dict keeps every name.
+NamedTensors first_names(NamedTensors all) {
+  std::unordered_set<const TensorImpl*> seen;
+  std::erase_if(all, [&](const auto& entry) { return !seen.insert(entry.second.impl()).second; });
+  return all;
+}
+
+}  // namespace
+
 NamedTensors Module::named_parameters(bool recurse) const {
   NamedTensors out;
   collect("", recurse, true, false, out);
-  return out;
+  return first_names(std::move(out));
 }
 
 NamedTensors Module::named_buffers(bool recurse) const {
   NamedTensors out;
   collect("", recurse, false, true, out);
-  return out;
+  return first_names(std::move(out));
 }
 
 NamedTensors Module::state_dict() const {
@@ -122,9 +143,11 @@ std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modul
   out.emplace_back("",
                    std::shared_ptr<Module>(std::shared_ptr<Module>(), const_cast<Module*>(this)));
   std::vector<std::pair<std::string, const Module*>> stack{{"", this}};
+  std::unordered_set<const Module*> seen{this};  // a module held twice is listed once
   for (size_t i = 0; i < stack.size(); ++i) {
     auto [prefix, m] = stack[i];
     for (const auto& [name, child] : m->children_) {
+      if (!seen.insert(child.get()).second) continue;
       std::string full = prefix.empty() ? name : prefix + "." + name;
       out.emplace_back(full, child);
       stack.emplace_back(full, child.get());

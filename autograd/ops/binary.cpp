@@ -84,7 +84,9 @@ Tensor scalar_like(const Tensor& x, double value, CallSite site) {
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("scalar_like");
   DType dtype = x.dtype();
-  if (!is_floating(dtype)) dtype = std::floor(value) == value ? kInt64 : kFloat32;
+  // A whole number an int64 holds stays an integer; anything else (a fraction, 1e19, inf, NaN)
+  // is a float, which promotes the integer tensor as PyTorch does, instead of a wrapped cast.
+  if (!is_floating(dtype)) dtype = holds_int64(value) ? kInt64 : kFloat32;
   return scalar_tensor(value, TensorOptions(dtype).device(x.device()));
 }
 

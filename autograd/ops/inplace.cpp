@@ -19,6 +19,11 @@ void check_inplace(std::string_view op, const Tensor& self, const Tensor& other 
            "{}: cannot change a tensor of shape {} in place while it (or the operand) requires "
            "grad and grad mode is on; wrap the update in sg::NoGradGuard (as optimizers do)",
            op, self.shape());
+  SG_CHECK(!elements_may_overlap(self.shape(), self.strides()),
+           "{}: the tensor of shape {} and strides {} has elements that share memory (an "
+           "expanded or overlapping view), so an in-place write would land on some of them more "
+           "than once; write into a copy (.contiguous() or .clone())",
+           op, self.shape(), self.strides());
   if (other.defined()) {
     detail::check_same_device(op, {self, other});
     SG_CHECK(broadcast_shapes(op, other.shape(), self.shape()) == self.shape(),
@@ -36,6 +41,14 @@ Tensor operand_for(const Tensor& self, const Tensor& other) {
 
 Tensor& binary_inplace(std::string_view op, BinaryOp kind, Tensor& self, const Tensor& other) {
   check_inplace(op, self, other);
+  // As PyTorch's can_cast: a float result is not cut into an integer tensor, nor a number into a
+  // bool one (float64 into float32 is a rounding, as any float result is).
+  const DType result = promote_types(self.dtype(), other.dtype());
+  SG_CHECK(!(is_floating(result) && !self.is_floating_point()) &&
+               !(self.dtype() == kBool && result != kBool),
+           "{}: the result of a {} tensor and a {} operand is {}, which the {} tensor cannot hold; "
+           "convert it first (.to(...))",
+           op, self.dtype(), other.dtype(), result, self.dtype());
   detail::check_not_bfloat16(op, {self, other});
   backend_for(self.device()).binary(kind, self, operand_for(self, other), self);
   self.impl()->storage->bump_version();
@@ -118,6 +131,7 @@ Tensor& Tensor::addcdiv_(const Tensor& a, const Tensor& b, double value) {
 
 Tensor& Tensor::uniform_(double low, double high) {
   SG_PROFILE_OP("uniform_");
+  SG_CHECK(is_floating(dtype()), "uniform_: draws real numbers, not {} values", dtype());
   SG_CHECK(low <= high, "uniform_: low {} must not exceed high {}", low, high);
   NoGradGuard no_grad;
   // Scaled in place: one float64 temporary beside the tensor, not three.
@@ -127,6 +141,7 @@ Tensor& Tensor::uniform_(double low, double high) {
 
 Tensor& Tensor::normal_(double mean, double std) {
   SG_PROFILE_OP("normal_");
+  SG_CHECK(is_floating(dtype()), "normal_: draws real numbers, not {} values", dtype());
   SG_CHECK(std >= 0, "normal_: std must be non-negative, got {}", std);
   NoGradGuard no_grad;
   Tensor values = randn(shape(), TensorOptions(kFloat64).device(device()));

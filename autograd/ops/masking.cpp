@@ -50,7 +50,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value, CallSite s
   SG_CHECK(broadcast_shapes("masked_fill", mask.shape(), x.shape()) == x.shape(),
            "masked_fill: mask of shape {} cannot be broadcast to the input's shape {}",
            mask.shape(), x.shape());
-  SG_CHECK(x.is_floating_point() || std::isfinite(value),
+  SG_CHECK(x.is_floating_point() || x.dtype() == kBool || holds_int64(value),
            "masked_fill: value {} is not representable in dtype {}", value, x.dtype());
   return where(mask, full({}, value, x.options()), x);
 }
@@ -65,6 +65,9 @@ Tensor triangle(std::string_view op, const Tensor& x, int64_t diagonal, bool low
   SG_CHECK(x.dim() >= 2, "{}: expected a tensor with at least 2 dims, got shape {}", op, x.shape());
   const TensorOptions index_options = TensorOptions(kInt64).device(x.device());
   const int64_t rows = x.size(-2), cols = x.size(-1);
+  // Past either corner every element is kept or none is; clamped there, the diagonal is exact as
+  // the double the comparison takes.
+  diagonal = std::clamp(diagonal, -rows, cols);
   Tensor i = arange(static_cast<double>(rows), index_options).view({rows, 1});
   Tensor j = arange(static_cast<double>(cols), index_options).view({1, cols});
   Tensor offset = j - i;  // [rows, cols]: how far right of the main diagonal (i, j) is

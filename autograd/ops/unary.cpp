@@ -189,6 +189,12 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   check_not_bool("clamp", x);
   const double lo = min.value_or(-std::numeric_limits<double>::infinity());
   const double hi = max.value_or(std::numeric_limits<double>::infinity());
+  // An integer tensor clamped to a fraction is promoted to float32, as PyTorch does, not clamped
+  // to a bound its dtype cannot hold (arange(4).clamp(0.5) is [0.5, 1, 2, 3]).
+  // (Whole bounds past int64's range are its own bounds, in the kernel.)
+  const auto is_fraction = [](double v) { return std::isfinite(v) && std::floor(v) != v; };
+  const bool fractional = (min && is_fraction(lo)) || (max && is_fraction(hi));
+  if (!x.is_floating_point() && fractional) return clamp(x.to(kFloat32), min, max, site);
   Tensor y = apply(UnaryOp::Clamp, x, lo, hi);
   // gradient passes where the input was inside [min, max]
   return record("clamp", y, {x}, [sx = SavedTensor(x), lo, hi](const Tensor& g) {

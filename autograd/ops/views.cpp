@@ -25,6 +25,11 @@ Tensor broadcast_view(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   const int64_t lead = static_cast<int64_t>(shape.size()) - x.dim();
   SG_CHECK(lead >= 0, "expand: cannot expand shape {} to fewer dims {}", x.shape(), shape);
+  for (int64_t size : shape) {
+    SG_CHECK(size >= 0, "expand: the target shape {} has a negative size (shape {})", shape,
+             x.shape());
+  }
+  numel_of(shape);  // an element count past 64 bits is an error, not a wrapped numel()
   Strides strides(shape.size(), 0);
   for (int64_t d = 0; d < x.dim(); ++d) {
     int64_t want = shape[lead + d];
@@ -283,7 +288,7 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length, CallS
   SG_CHECK(start >= -size && start <= size,
            "narrow: start {} is out of range for dim {} of size {}", start, d, size);
   if (start < 0) start += size;
-  SG_CHECK(length >= 0 && start + length <= size,
+  SG_CHECK(length >= 0 && length <= size - start,  // start + length could overflow
            "narrow: start {} + length {} exceeds dim {} of size {} (shape {})", start, length, d,
            size, x.shape());
   return slice(x, d, start, start + length, 1);

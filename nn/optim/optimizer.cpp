@@ -22,6 +22,10 @@ void Optimizer::add_group(std::vector<Tensor> params, double lr,
              "{}: parameter {} (shape {}) is not a leaf; optimize the tensors you "
              "created (e.g. model.parameters()), not results of ops",
              name_, i, p.shape());
+    SG_CHECK(!elements_may_overlap(p.shape(), p.strides()),
+             "{}: parameter {} (shape {}, strides {}) has elements that share memory (an expanded "
+             "view); each update would land on them more than once: optimize a .clone()",
+             name_, i, p.shape(), p.strides());
     for (size_t j = 0; j < i; ++j) {
       SG_CHECK(!params_[j].is_same(p),
                "{}: parameter {} is the same tensor as parameter {}; it would be updated twice",

@@ -149,6 +149,20 @@ TEST(EngineTest, InPlaceOnATensorThatRequiresGradIsRefused) {
                   "requires_grad_: only floating point tensors (float32, float64, bfloat16)");
 }
 
+TEST(EngineTest, ALeafChangedBySetDataAfterTheGraphIsRefused) {
+  // Its gradient would be [3] on a [5] tensor (and float32 on a float64 one).
+  Tensor p = randn({3}, TensorOptions().requires_grad(true));
+  Tensor y = p.exp().sum();
+  p.set_data(randn({5}));
+  EXPECT_SG_ERROR(y.backward(),
+                  "backward: a leaf's gradient is float32 [3], but the leaf is float32 [5] now");
+  EXPECT_FALSE(p.grad().defined());
+  Tensor q = randn({3}, TensorOptions().requires_grad(true));
+  Tensor z = q.exp().sum();
+  q.set_data(randn({3}, kFloat64));
+  EXPECT_SG_ERROR(z.backward(), "but the leaf is float64 [3] now");
+}
+
 TEST(EngineTest, GraphIsFreedWithTheLastTensor) {
   Tensor x = random_leaf({4});
   std::weak_ptr<Node> node;

@@ -45,7 +45,28 @@ TEST(FactoryTest, ValuesShapesAndDtypes) {
   EXPECT_SG_ERROR(zeros({2, -1}), "empty: negative size in shape [2, -1]");
   EXPECT_SG_ERROR(zeros({2}, TensorOptions(kInt64).requires_grad(true)),
                   "can require grad, got int64");
-  EXPECT_SG_ERROR(arange(0, 5, 0), "arange: step must be non-zero");
+  EXPECT_SG_ERROR(arange(0, 5, 0), "arange: step must be finite and non-zero, got 0");
+}
+
+TEST(FactoryTest, ValuesADtypeCannotHoldAreRefused) {
+  // Each was an undefined conversion or a silent wrong tensor: arange(0, 1e30) had no elements,
+  // randn in int64 was mostly zeros, full(NaN) in int64 was INT64_MIN.
+  EXPECT_SG_ERROR(arange(0, 1e30, 1),
+                  "arange: [0, 1e+30) in steps of 1 has 1e+30 elements, more than a tensor holds");
+  EXPECT_SG_ERROR(arange(0, 1, 1e-300, kFloat64),
+                  "in steps of 1e-300 has 9.999999999999999e+299 elements");
+  EXPECT_SG_ERROR(arange(0, 5, NAN), "arange: step must be finite and non-zero, got nan");
+  EXPECT_SG_ERROR(arange(0, 2, 0.5),
+                  "arange: start 0 and step 0.5 must be whole numbers for dtype int64");
+  EXPECT_EQ(arange(0, 2, 0.5, kFloat32).to_vector<float>(), (std::vector<float>{0, 0.5, 1, 1.5}));
+  EXPECT_EQ(arange(0, 2.5).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_SG_ERROR(rand({5}, kInt64), "rand: draws real numbers, not int64 values");
+  EXPECT_SG_ERROR(randn({5}, kBool), "randn: draws real numbers, not bool values");
+  EXPECT_SG_ERROR(full({2}, NAN, kInt64), "full: nan is not a value of dtype int64");
+  EXPECT_SG_ERROR(full({2}, 1e30, kInt64), "full: 1e+30 is not a value of dtype int64");
+  EXPECT_EQ(full({2}, -0x1p63, kInt64).to_vector<int64_t>()[0],
+            std::numeric_limits<int64_t>::lowest());
+  EXPECT_EQ(full({1}, NAN, kBool).to_vector<bool>(), std::vector<bool>{true});
 }
 
 TEST(FactoryTest, RandomIsSeededAndWellDistributed) {

@@ -123,6 +123,17 @@ TEST(Anomaly, ABackwardOfABuiltInOpNamesTheForwardCall) {
   EXPECT_NE(message.find(here(line)), std::string::npos) << message;
 }
 
+TEST(Anomaly, TheEnvironmentVariableIsZeroOrOne) {
+  // "false" used to turn anomaly mode on (anything but "" and "0" did).
+  EXPECT_FALSE(sg::detail::detect_anomaly_setting(nullptr));
+  EXPECT_FALSE(sg::detail::detect_anomaly_setting(""));
+  EXPECT_FALSE(sg::detail::detect_anomaly_setting("0"));
+  EXPECT_TRUE(sg::detail::detect_anomaly_setting("1"));
+  EXPECT_SG_ERROR(sg::detail::detect_anomaly_setting("false"),
+                  "SCRATCHGRAD_DETECT_ANOMALY must be 0 or 1, got 'false'");
+  EXPECT_SG_ERROR(sg::detail::detect_anomaly_setting("yes\n"), "got 'yes\\x0a'");
+}
+
 TEST(Anomaly, FiniteRunsAreUnchangedAndTheGuardRestores) {
   EXPECT_FALSE(sg::is_anomaly_enabled() && std::getenv("SCRATCHGRAD_DETECT_ANOMALY") == nullptr);
   const bool before = sg::is_anomaly_enabled();

@@ -62,4 +62,23 @@ TEST(CaptureCompare, MissingEntriesShapesAndNansDiverge) {
   EXPECT_SG_ERROR(sg::nn::compare_captures(ref, cand, -1, 0), "tolerances must be finite");
 }
 
+TEST(CaptureCompare, AnInfinityDivergesFromAnythingButItself) {
+  // The tolerance test alone passed inf against 0 (inf <= atol + rtol * inf).
+  auto ref = capture({{"a", sg::full({2}, INFINITY)},
+                      {"b", sg::full({2}, INFINITY)},
+                      {"c", sg::full({2}, std::nan(""))},
+                      {"d", sg::zeros({2})}});
+  auto cand = capture({{"a", sg::zeros({2})},
+                       {"b", sg::full({2}, INFINITY)},
+                       {"c", sg::full({2}, std::nan(""))},
+                       {"d", sg::full({2}, -INFINITY)}});
+  auto report = sg::nn::compare_captures(ref, cand, 1e-5, 1e-5);
+  ASSERT_EQ(report.entries.size(), 4u);
+  EXPECT_TRUE(report.entries[0].diverges);
+  EXPECT_FALSE(report.entries[1].diverges);  // the same infinity
+  EXPECT_FALSE(report.entries[2].diverges);  // NaN where the reference has NaN
+  EXPECT_TRUE(report.entries[3].diverges);
+  EXPECT_EQ(*report.first_divergent, 0u);
+}
+
 }  // namespace

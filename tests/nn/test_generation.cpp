@@ -160,6 +160,25 @@ TEST(Generation, RejectsBadOptions) {
   EXPECT_SG_ERROR(greedy_search(model, src, bad), "suppress holds 7, outside the vocabulary of 5");
   EXPECT_SG_ERROR(greedy_search(model, from_vector<int64_t>({0}, {1}), hand_options()),
                   "src must be [B, S]");
+  // A beam of 2^40 hypotheses is a mistake to name, not rows to allocate (std::bad_alloc before).
+  EXPECT_SG_ERROR(beam_search(model, src, hand_options(), {.beam_size = int64_t{1} << 40}),
+                  "beam_search: beam_size must be in [1, 4096], got 1099511627776");
+}
+
+TEST(Generation, PrefixesRefuseRowsTheyDoNotHave) {
+  // No rows, or a reorder naming a row that is not there: an error, not a read past the end.
+  EXPECT_SG_ERROR(Prefixes(0), "generation: Prefixes needs at least one row, got 0");
+  EXPECT_SG_ERROR(Prefixes(-1), "generation: Prefixes needs at least one row, got -1");
+  Prefixes p(2);
+  EXPECT_EQ(p.append({1, 1}, kCPU).shape(), (Shape{2, 1}));
+  EXPECT_SG_ERROR(p.reorder({0, 5}), "generation: reorder names row 5 of 2 rows");
+  p.reorder({});
+  EXPECT_SG_ERROR(p.append({}, kCPU), "generation: no rows to append to");
+  Prefixes q(2);
+  q.append({3, 4}, kCPU);
+  q.reorder({1, 1, 0});
+  EXPECT_EQ(q.append({5, 6, 7}, kCPU).to_vector<int64_t>(),
+            (std::vector<int64_t>{4, 5, 4, 6, 3, 7}));
 }
 
 // A small random Transformer. Its <eos> logit is lowered and its logits sharpened (the output

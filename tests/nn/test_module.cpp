@@ -7,6 +7,7 @@
 #include "nn/embedding.h"
 #include "nn/layer_norm.h"
 #include "nn/linear.h"
+#include "nn/optim/sgd.h"
 #include "tests/support/testing.h"
 
 namespace sg::nn {
@@ -162,6 +163,38 @@ TEST(ModuleRegistration, RejectsBadAndDuplicateNames) {
   EXPECT_SG_ERROR(m.register_buffer("", ones({2})), "Custom: invalid name ''");
   EXPECT_SG_ERROR(m.register_parameter("u", Tensor()), "Custom: parameter 'u' is an undefined");
   EXPECT_SG_ERROR(m.register_module<Linear>("l", nullptr), "Custom: submodule 'l' is null");
+}
+
+TEST(ModuleRegistration, AModuleCannotHoldItself) {
+  // Every walk of the tree (parameters, train, to) would recurse until the stack ran out.
+  auto a = std::make_shared<Module>("A");
+  EXPECT_SG_ERROR(a->register_module("self", a),
+                  "A: submodule 'self' contains this module: a module cannot hold itself");
+  auto b = std::make_shared<Module>("B");
+  auto c = std::make_shared<Module>("C");
+  a->register_module("b", b);
+  b->register_module("c", c);
+  EXPECT_SG_ERROR(
+      c->register_module("a", a),
+      "C: submodule 'a' contains this module (as 'a.b.c'): a module cannot hold itself");
+  EXPECT_EQ(a->named_modules().size(), 3U);  // the refused registration left the tree as it was
+}
+
+TEST(ModuleRegistration, ATensorOrModuleHeldTwiceIsOneParameter) {
+  // Tied weights and a shared block, as PyTorch counts them: each tensor once, under its first
+  // name, so an optimizer updates it once; state_dict keeps every name.
+  Module m("Tied");
+  auto shared = std::make_shared<Linear>(2, 2);
+  m.register_module("first", shared);
+  m.register_module("second", shared);
+  Tensor w = m.register_parameter("w", ones({3}));
+  m.register_parameter("w_again", w);
+  EXPECT_EQ(names_of(m.named_parameters()),
+            (std::vector<std::string>{"w", "first.weight", "first.bias"}));
+  EXPECT_EQ(m.num_parameters(), 3 + 6);
+  EXPECT_EQ(m.state_dict().size(), 6U);
+  EXPECT_EQ(m.named_modules().size(), 2U);      // "" and "first"
+  optim::SGD sgd(m.parameters(), {.lr = 0.1});  // refused before: "the same tensor as parameter"
 }
 
 TEST(ModuleRegistration, ParametersAreLeavesThatRequireGrad) {

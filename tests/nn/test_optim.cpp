@@ -260,6 +260,11 @@ TEST(OptimErrors, RejectBadParametersAndOptions) {
   EXPECT_SG_ERROR(AdamW({p}, {.eps = -1}), "AdamW: eps must be non-negative");
   EXPECT_SG_ERROR(SGD({p}, {.nesterov = true}), "SGD: nesterov momentum needs momentum > 0");
   EXPECT_SG_ERROR(SGD({p}, {.lr = -0.1}), "SGD: learning rate must be non-negative");
+  // An expanded leaf: Adam's fused update wrote each of its three values twice.
+  Tensor expanded = randn({1, 3}).expand({2, 3}).requires_grad_();
+  EXPECT_SG_ERROR(
+      Adam({expanded}),
+      "Adam: parameter 0 (shape [2, 3], strides [0, 1]) has elements that share memory");
 }
 
 // ---- checkpoint state ----

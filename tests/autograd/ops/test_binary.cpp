@@ -94,6 +94,15 @@ TEST(BinaryTest, PromotionAndScalars) {
   EXPECT_EQ((b + b).dtype(), kInt64);
   EXPECT_TRUE(tensors_equal(logical_or(b, logical_not(b)), ones({2}, kBool)));
   EXPECT_TRUE(tensors_equal(f.ge(2.0), tensor({0, 1}).to(kBool)));
+  // A scalar no int64 holds (infinity, 1e19) promotes like a fraction: it was cast to int64, an
+  // undefined conversion that made arange(3) < inf all false.
+  Tensor r = arange(3);
+  EXPECT_EQ((r < INFINITY).to_vector<bool>(), (std::vector<bool>{true, true, true}));
+  EXPECT_EQ(r.le(1e19).to_vector<bool>(), (std::vector<bool>{true, true, true}));
+  EXPECT_EQ((r + INFINITY).dtype(), kFloat32);
+  EXPECT_EQ((r + INFINITY).to_vector<float>(), (std::vector<float>{INFINITY, INFINITY, INFINITY}));
+  EXPECT_EQ((r * 1e19).to_vector<float>(), (std::vector<float>{0, 1e19f, 2e19f}));
+  EXPECT_TRUE(holds_int64(-0x1p63) && !holds_int64(0x1p63) && !holds_int64(NAN));
 }
 
 // ---- the comparison operators, as in PyTorch and LibTorch -------------------------------------

@@ -51,6 +51,45 @@ TEST(InplaceTest, RandomFillsAreSeeded) {
   EXPECT_NEAR(std::sqrt(n.var({0}).item<double>()), 0.5, 0.05);
 }
 
+TEST(InplaceTest, RefusesATensorWhoseElementsShareMemory) {
+  // Each write would land on some elements more than once (PyTorch refuses these too): an
+  // expanded row took two additions, overlapping strides added 1, 2 or 3.
+  Tensor row = zeros({1, 3});
+  EXPECT_SG_ERROR(row.expand({2, 3}).add_(ones({2, 3})),
+                  "add_: the tensor of shape [2, 3] and strides [0, 1] has elements that share "
+                  "memory");
+  EXPECT_SG_ERROR(row.expand({2, 3}).copy_(ones({2, 3})), "copy_: the tensor of shape [2, 3]");
+  EXPECT_SG_ERROR(empty_strided({3, 3}, {1, 1}).fill_(1.0), "fill_: the tensor of shape [3, 3]");
+  EXPECT_EQ(row.to_vector<float>(), (std::vector<float>{0, 0, 0}));
+  // Views that nest are fine: a transpose, a column, every other row.
+  Tensor m = zeros({4, 3});
+  m.t().add_(1.0);
+  m.select(1, 2).add_(1.0);
+  m.slice(0, 0, 4, 2).add_(1.0);
+  EXPECT_EQ(m.sum().item<float>(), 12 + 4 + 6);
+  EXPECT_FALSE(elements_may_overlap({2, 3}, {1, 2}));  // a transposed [3, 2]
+  EXPECT_TRUE(elements_may_overlap({2, 3}, {1, 1}));
+  EXPECT_FALSE(elements_may_overlap({5, 0}, {0, 0}));  // no elements
+}
+
+TEST(InplaceTest, AFloatResultIsNotCutIntoAnIntegerTensor) {
+  // As PyTorch's can_cast: 0.5 added to an int64 tensor was truncated away silently.
+  EXPECT_SG_ERROR(zeros({2}, kInt64).add_(tensor({0.5, 0.5})),
+                  "add_: the result of a int64 tensor and a float32 operand is float32, which the "
+                  "int64 tensor cannot hold");
+  EXPECT_SG_ERROR(zeros({2}, kInt64).add_(0.5), "add_: the result of a int64 tensor");
+  EXPECT_SG_ERROR(zeros({2}, kBool).add_(ones({2}, kInt64)), "add_: the result of a bool tensor");
+  Tensor i = zeros({2}, kInt64);
+  i.add_(2.0);  // a whole number is an integer operand
+  Tensor f = zeros({2});
+  f.add_(ones({2}, kFloat64));  // float64 into float32 rounds, as every float result does
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(f.to_vector<float>(), (std::vector<float>{1, 1}));
+  // Uniform and normal draws are reals.
+  EXPECT_SG_ERROR(zeros({5}, kInt64).normal_(), "normal_: draws real numbers, not int64 values");
+  EXPECT_SG_ERROR(zeros({5}, kBool).uniform_(0, 1), "uniform_: draws real numbers, not bool");
+}
+
 TEST(InplaceTest, RefusedWhileRecording) {
   Tensor w = ones({2}, TensorOptions().requires_grad(true));
   EXPECT_SG_ERROR(w.mul_(2.0), "mul_: cannot change a tensor of shape [2] in place");

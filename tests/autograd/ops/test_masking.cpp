@@ -89,6 +89,8 @@ TEST(MaskingMaskedFill, Errors) {
                   "masked_fill: shapes [2] and [2, 3] cannot be broadcast");
   EXPECT_SG_ERROR(masked_fill(ones({2}, kInt64), ones({2}, kBool), -INFINITY),
                   "masked_fill: value -inf is not representable in dtype int64");
+  EXPECT_SG_ERROR(masked_fill(ones({2}, kInt64), ones({2}, kBool), 1e19),
+                  "masked_fill: value 1e+19 is not representable in dtype int64");
 }
 
 // ---- tril / triu -------------------------------------------------------------------------------
@@ -103,6 +105,18 @@ TEST(MaskingTriangle, MatchesPyTorch) {
       EXPECT_TRUE(tensors_equal(out, c.output())) << op << " " << diagonal;
     }
   }
+}
+
+TEST(MaskingTriangle, ADiagonalPastEitherCornerKeepsAllOrNothing) {
+  // INT64_MAX went through a double (2^63) into an int64 comparison: tril kept nothing.
+  const int64_t far = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(ones({3, 3}).tril(far).sum().item<float>(), 9);
+  EXPECT_EQ(ones({3, 3}).triu(far).sum().item<float>(), 0);
+  EXPECT_EQ(ones({3, 3}).tril(-far).sum().item<float>(), 0);
+  EXPECT_EQ(ones({3, 3}).triu(std::numeric_limits<int64_t>::lowest()).sum().item<float>(), 9);
+  EXPECT_EQ(ones({2, 3}).tril(-2).sum().item<float>(), 0);
+  EXPECT_EQ(ones({2, 3}).triu(3).sum().item<float>(), 0);
+  EXPECT_EQ(ones({2, 3}).triu(2).sum().item<float>(), 1);
 }
 
 TEST(MaskingTriangle, CausalMaskFromBoolOnes) {

@@ -74,6 +74,12 @@ TEST(UnaryTest, DtypeRules) {
   EXPECT_EQ(clamp(e, -3.0, std::nullopt).to_vector<int64_t>(),
             (std::vector<int64_t>{extremes[0], -3, -3}));
   EXPECT_SG_ERROR(clamp(e, std::nan(""), 1.0), "clamp: NaN is not a parameter for int64 tensors");
+  // A fractional bound promotes to float32, as PyTorch: the 0 was left below a minimum of 0.5.
+  Tensor promoted = clamp(arange(4), 0.5, std::nullopt);
+  EXPECT_EQ(promoted.dtype(), kFloat32);
+  EXPECT_EQ(promoted.to_vector<float>(), (std::vector<float>{0.5, 1, 2, 3}));
+  EXPECT_EQ(clamp(arange(4), std::nullopt, 2.5).to_vector<float>(),
+            (std::vector<float>{0, 1, 2, 2.5}));
   Tensor b = tensor({0, 1}).to(kBool);
   EXPECT_SG_ERROR(neg(b), "neg: not defined for bool tensors");
   EXPECT_EQ(logical_not(b).to_vector<bool>(), (std::vector<bool>{true, false}));

@@ -78,6 +78,15 @@ TEST(ViewsTest, RejectBadArguments) {
   EXPECT_SG_ERROR(x.expand({3}), "expand: the target shape [3] has fewer dims");
   EXPECT_SG_ERROR(x.select(1, 3), "select: index 3 is out of range for dim 1 of size 3");
   EXPECT_SG_ERROR(x.narrow(1, 2, 2), "narrow: start 2 + length 2 exceeds dim 1 of size 3");
+  // start + length past int64 once wrapped around into a "valid" empty narrow.
+  EXPECT_SG_ERROR(x.narrow(1, 1, std::numeric_limits<int64_t>::max()),
+                  "narrow: start 1 + length 9223372036854775807 exceeds dim 1 of size 3");
+  // A negative size other than -1, or more elements than 64 bits count, made a tensor whose
+  // numel() was negative or wrapped: sums of -15 elements, gradients from nowhere.
+  EXPECT_SG_ERROR(ones({1, 3}).expand({-5, 3}),
+                  "expand: the target shape [-5, 3] has a negative size (shape [1, 3])");
+  EXPECT_SG_ERROR(ones({1, 1}).expand({int64_t{1} << 40, int64_t{1} << 40}),
+                  "shape [1099511627776, 1099511627776] has more elements than fit");
   EXPECT_SG_ERROR(x.slice(0, 0, 2, 0), "slice: step must be positive");
   EXPECT_SG_ERROR(x.view({4, 2}), "view: shape [4, 2] is invalid for input of size 6");
   EXPECT_SG_ERROR(x.unsqueeze(3), "unsqueeze: dim 3 out of range");
