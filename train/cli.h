@@ -28,6 +28,10 @@ namespace sg::train {
 inline CLI::Validator integer_in(int64_t lo, int64_t hi) {
   return CLI::Validator(number_in<int64_t>(lo, hi), fmt::format("INT in [{}, {}]", lo, hi));
 }
+// A non-negative integer up to 2^64 - 1 (a seed): "-1", "0x10" and "" are refused, not wrapped.
+inline CLI::Validator unsigned_integer() {
+  return CLI::Validator(number_in<uint64_t>(0, UINT64_MAX), "UINT");
+}
 
 // The same for a floating-point flag: a decimal number, in range. CLI11's own conversion takes
 // "" as 0 and reads hexadecimal floats ("0x1p-3"), "inf" and "nan".
@@ -45,8 +49,7 @@ inline void add_options(CLI::App& app, const OptionSchema& schema) {
     if (auto* i = std::get_if<int64_t*>(&o.value)) {
       app.add_option(o.flag(), **i, o.help)->check(integer_in(o.integer_lo, o.integer_hi));
     } else if (auto* u = std::get_if<uint64_t*>(&o.value)) {
-      app.add_option(o.flag(), **u, o.help)
-          ->check(CLI::Validator(number_in<uint64_t>(0, UINT64_MAX), "UINT"));
+      app.add_option(o.flag(), **u, o.help)->check(unsigned_integer());
     } else if (auto* r = std::get_if<double*>(&o.value)) {
       app.add_option(o.flag(), **r, o.help)->check(real_in(o.real_range));
     } else if (auto* b = std::get_if<bool*>(&o.value)) {

@@ -1,7 +1,11 @@
 #include "train/output_paths.h"
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
+
+#include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
 #include "nn/atomic_file.h"
@@ -48,15 +52,36 @@ void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<Name
   }
 }
 
+bool is_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t length = 0;  // safetensors: an 8-byte little-endian header length, then the header
+  if (!in.read(reinterpret_cast<char*>(&length), sizeof(length)) || length < 2 ||
+      length > (uint64_t{100} << 20)) {
+    return false;
+  }
+  std::string header(static_cast<size_t>(length), '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(length))) return false;
+  const nlohmann::json j = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  const auto metadata = j.find("__metadata__");
+  return metadata != j.end() && metadata->is_object() &&
+         (metadata->contains("format") || metadata->contains("step"));
+}
+
 void check_replaced_output(const NamedPath& output, const std::vector<NamedPath>& kept) {
   if (output.path.empty()) return;
   nn::check_can_replace(output.path, output.flag);
+  SG_CHECK(!is_checkpoint(output.path),
+           "{} {} is a checkpoint (a trained model or a run's state): an output never replaces "
+           "one; write elsewhere",
+           output.flag, output.path);
   check_outputs({output}, kept);
 }
 
 void check_run_outputs(const std::string& run_dir, const std::string& metrics_json,
-                       const std::string& log_jsonl, std::vector<NamedPath> inputs) {
-  if (!metrics_json.empty()) nn::check_can_replace(metrics_json, "--metrics-json");
+                       const std::string& log_jsonl, std::vector<NamedPath> inputs,
+                       const std::vector<std::string>& run_files) {
+  check_replaced_output({"--metrics-json", metrics_json}, {});
   const std::vector<NamedPath> outputs{{"--metrics-json", metrics_json},
                                        {"--log-jsonl", log_jsonl}};
   for (const NamedPath& out : outputs) {
@@ -70,6 +95,9 @@ void check_run_outputs(const std::string& run_dir, const std::string& metrics_js
              out.flag, out.path, run_dir);
   }
   inputs.push_back({"--out", run_dir});
+  for (const std::string& name : run_files) {
+    inputs.push_back({fmt::format("the run's {}", name), (fs::path(run_dir) / name).string()});
+  }
   check_outputs(outputs, inputs);
   check_can_append(log_jsonl, "--log-jsonl");  // last: it creates the log's directory
 }

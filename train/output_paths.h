@@ -29,14 +29,21 @@ bool same_file(const std::string& a, const std::string& b);
 void check_outputs(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& kept);
 
 // One file a program writes whole, replacing what is there: nn::check_can_replace (no FIFO, device
-// or directory there), then check_outputs against `kept`. Nothing for an empty path.
+// or directory there), not a checkpoint (is_checkpoint: any run's model or state, not only the
+// inputs named), then check_outputs against `kept`. Nothing for an empty path.
 void check_replaced_output(const NamedPath& output, const std::vector<NamedPath>& kept);
+
+// Whether `path` is a checkpoint scratchgrad wrote: a safetensors file whose metadata names its
+// format or its step (a trained model, a run's last state, an average). Reads the header only.
+bool is_checkpoint(const std::string& path);
 
 // What a training run writes besides its checkpoints, checked before the run starts (and before
 // --overwrite removes anything): --metrics-json can be replaced and --log-jsonl appended to, and
-// neither is one of `inputs`, the run directory, a checkpoint's name in it, or the other.
+// neither is one of `inputs`, the run directory, a checkpoint's name in it, one of `run_files`
+// (the charts it draws there: "loss.svg"), or the other.
 void check_run_outputs(const std::string& run_dir, const std::string& metrics_json,
-                       const std::string& log_jsonl, std::vector<NamedPath> inputs);
+                       const std::string& log_jsonl, std::vector<NamedPath> inputs,
+                       const std::vector<std::string>& run_files = {});
 
 // An error naming `flag` unless lines can be appended at `path` later: anything there but a
 // directory (a FIFO with a reader streams the log), or a new file, whose missing parent

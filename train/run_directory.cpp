@@ -1,12 +1,16 @@
 #include "train/run_directory.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
+#include <utility>
 
 namespace sg::train {
 
@@ -14,6 +18,41 @@ namespace fs = std::filesystem;
 
 RunDirectory::RunDirectory(std::string dir) : dir_(std::move(dir)) {
   SG_CHECK(!dir_.empty(), "RunDirectory: the directory name is empty");
+}
+
+RunLock::RunLock(RunLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+RunLock::~RunLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+RunLock RunDirectory::lock() const {
+  SG_CHECK(!fs::exists(dir_) || fs::is_directory(dir_), "--out {} exists and is not a directory",
+           dir_);
+  std::error_code error;
+  fs::create_directories(dir_, error);
+  SG_CHECK(!error, "--out {}: cannot create the directory: {}", dir_, error.message());
+  const std::string path = dir_ + "/.lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  SG_CHECK(fd >= 0, "--out {}: cannot open its lock file {}: {}", dir_, path, std::strerror(errno));
+  RunLock held(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    SG_CHECK(errno == EWOULDBLOCK, "--out {}: cannot lock {}: {}", dir_, path,
+             std::strerror(errno));
+    char pid[32] = {};
+    const ssize_t n = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    SG_FAIL(
+        "--out {}: another process{} is training in this directory (it holds {}); wait for "
+        "it to end, or give another --out",
+        dir_,
+        n > 0 ? fmt::format(" (pid {})", excerpt(std::string(pid, static_cast<size_t>(n)))) : "",
+        path);
+  }
+  const std::string mine = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) == 0) {
+    [[maybe_unused]] const ssize_t written = ::pwrite(fd, mine.data(), mine.size(), 0);
+  }
+  return held;
 }
 
 void RunDirectory::prepare(bool resume, bool overwrite,
@@ -120,6 +159,13 @@ void RunDirectory::remove_steps_after(int64_t step) const {
   for (const auto& [s, path] : step_checkpoints()) {
     if (s > step) fs::remove(path);
   }
+}
+
+void check_resumable_to(const std::string& dir, int64_t reached, int64_t steps) {
+  SG_CHECK(reached <= steps,
+           "--resume: the run in {} is at step {} already, past --steps {}; give --steps {} or "
+           "more to go on",
+           dir, reached, steps, reached);
 }
 
 void remove_stale_temporaries(const std::string& dir) {

@@ -6,10 +6,12 @@
 //                                  averaging (average_checkpoints.h)
 //   averaged.safetensors           their average
 // Training refuses to start over an existing run unless told to continue it (--resume) or to
-// replace it (--overwrite, which removes its checkpoints and charts first), and removes the
-// temporary files of writers that were killed.
+// replace it (--overwrite, which removes its checkpoints and charts first), refuses a directory
+// another process is training in (RunLock), and removes the temporary files of writers that were
+// killed.
 //
 //   sg::train::RunDirectory run("runs/copy");
+//   const sg::train::RunLock lock = run.lock();   // held until the run ends
 //   run.prepare(options.resume, options.overwrite);
 //   if (options.resume) sg::train::restore(run.read_last(), model, &optimizer);
 //   ... run.save_last(model, optimizer, metadata);
@@ -24,6 +26,23 @@
 
 namespace sg::train {
 
+// An exclusive lock on a run directory (flock on <dir>/.lock), held while one process trains
+// there and released when it ends, however it ends (the kernel drops it with the process): two
+// runs started into one directory would write the same checkpoints, the later run's silently
+// lost. The file itself stays, holding the pid of its last holder for the message.
+class RunLock {
+ public:
+  RunLock(RunLock&& other) noexcept;
+  RunLock& operator=(RunLock&&) = delete;
+  RunLock(const RunLock&) = delete;
+  ~RunLock();
+
+ private:
+  friend class RunDirectory;
+  explicit RunLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 class RunDirectory {
  public:
   explicit RunDirectory(std::string dir);
@@ -35,6 +54,8 @@ class RunDirectory {
   // Where versions before the one-file checkpoint kept the optimizer's state.
   std::string legacy_optimizer() const { return dir_ + "/last.optim.safetensors"; }
 
+  // Creates the directory and locks it for this process, or names the process that trains there.
+  [[nodiscard]] RunLock lock() const;
   // Creates the directory and removes killed writers' temporary files; then, unless resuming,
   // refuses a directory that holds a run, or with `overwrite` removes that run's checkpoints, and
   // removes the files named in `outputs` (what a run writes there besides checkpoints: its
@@ -64,6 +85,10 @@ class RunDirectory {
  private:
   std::string dir_;
 };
+
+// On --resume: an error unless the run in `dir`, at step `reached`, can go on to `steps` (a
+// shorter --steps would rewrite its checkpoint as a run of fewer steps than it took).
+void check_resumable_to(const std::string& dir, int64_t reached, int64_t steps);
 
 // Removes "<name>.tmp-<pid>" files (nn/atomic_file.h) in `dir` whose writer process is gone.
 void remove_stale_temporaries(const std::string& dir);

@@ -115,6 +115,7 @@ struct Trainer::Loop {
   std::optional<Progress> progress;
   // Each input file's FNV-1a of its bytes, by flag: a resume refuses other contents.
   nlohmann::json input_digests = nlohmann::json::object();
+  std::optional<RunLock> lock;  // the writing rank's, for the whole fit
 
   Loop(Trainer& t, TrainingTask& tk)
       : trainer(t),
@@ -395,13 +396,15 @@ struct Trainer::Loop {
   FitResult fit() {
     // Before the run, not after it: an output that cannot be written, or that would replace a
     // file the run reads or keeps, is an error now.
-    check_run_outputs(run.path(), o.metrics_json, o.log_jsonl, task.input_files());
-    digest_inputs();
     std::vector<std::string> outputs = task.output_files();
     outputs.push_back("loss.svg");
+    check_run_outputs(run.path(), o.metrics_json, o.log_jsonl, task.input_files(), outputs);
+    digest_inputs();
+    if (ranks.writes()) lock.emplace(run.lock());
     run.prepare(o.resume, o.overwrite, outputs);
     if (o.resume) {
       resume();
+      check_resumable_to(run.path(), step, o.steps);
     } else {
       ranks.start_dropout_streams(dropout_seed, /*resumed=*/false, 0, {}, /*has_dropout=*/true);
     }

@@ -5,6 +5,7 @@
 
 #include "nn/activation_capture.h"
 #include "tasks.h"
+#include "train/output_paths.h"
 #include "trainer.h"
 
 namespace copy_task {
@@ -54,8 +55,16 @@ Tensor causal_mask_off_by_one(const sg::nn::Transformer& model, const Tensor& tg
 
 }  // namespace
 
+void check_capture_outputs(const CaptureOptions& options) {
+  const std::vector<sg::train::NamedPath> kept = {{"--checkpoint", options.checkpoint}};
+  sg::train::check_replaced_output({"--out", options.out}, kept);
+  sg::train::check_replaced_output({"--batch-out", options.batch_out}, kept);
+  sg::train::check_outputs({{"--out", options.out}, {"--batch-out", options.batch_out}}, kept);
+}
+
 std::string capture_step(const CaptureOptions& options) {
   SG_CHECK(options.batch >= 1, "capture: --batch must be at least 1, got {}", options.batch);
+  check_capture_outputs(options);
   const PlantedBug bug = planted_bug();
   LoadedModel loaded = load_checkpoint(options.checkpoint);
   const Config& config = loaded.config;

@@ -23,6 +23,11 @@ struct CaptureOptions {
   uint64_t seed = 1;       // of the batch's sequences
 };
 
+// Neither output may replace the checkpoint, the other output, or any checkpoint at all
+// (sg::train::check_replaced_output); capture_step checks first, and capture --init before it
+// writes its new model.
+void check_capture_outputs(const CaptureOptions& options);
+
 // Runs the step in float64 (tight tolerances: the two sides then differ by rounding only) and
 // returns a one-line summary. The model runs in eval mode: dropout off, since two implementations
 // cannot draw the same random masks; nothing else in it behaves differently in training.

@@ -51,7 +51,8 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a, std::string& kernels) {
                 "on CUDA: float32 products on TF32 tensor cores (faster, ~1e-3 less exact)");
   cmd->add_option("--sync-every", o.sync_every,
                   "steps between reads of loss/accuracy to the host, >= 1 (default: 1 on "
-                  "cpu, 25 on cuda, where each read makes the host wait for the GPU)");
+                  "cpu, 25 on cuda, where each read makes the host wait for the GPU)")
+      ->check(integer_in(1, sg::train::LoopConfig::kMaxSteps));
   cmd->add_option("--threads", a.threads,
                   "CPU threads: the fast kernels' pool and the BLAS library's, at most one "
                   "per core there (default: SCRATCHGRAD_NUM_THREADS, else every core; BLAS 2)")
@@ -94,7 +95,8 @@ CLI::App* add_capture_command(CLI::App& app, CaptureArgs& a) {
                   "write the batch here (src, tgt), for scripts/capture_torch_step.py");
   cmd->add_option("--batch-size", a.capture.batch, "sequences in the batch (default 8)")
       ->check(integer_in(1, 4096));
-  cmd->add_option("--data-seed", a.capture.seed, "seed of the batch's sequences (default 1)");
+  cmd->add_option("--data-seed", a.capture.seed, "seed of the batch's sequences (default 1)")
+      ->check(sg::train::unsigned_integer());
   return cmd;
 }
 
@@ -103,7 +105,8 @@ std::pair<CLI::App*, CLI::App*> add_eval_and_decode(CLI::App& app, ModelArgs& a,
   CLI::App* eval = app.add_subcommand("eval", "evaluate a checkpoint on fresh sequences");
   eval->add_option("--checkpoint", a.checkpoint, "model.safetensors written by train")->required();
   eval->add_option("--samples", a.samples, "sequences to decode")->check(integer_in(1, 10000000));
-  eval->add_option("--seed", a.eval_seed, "seed of the fresh sequences");
+  eval->add_option("--seed", a.eval_seed, "seed of the fresh sequences")
+      ->check(sg::train::unsigned_integer());
   eval->add_option("--metrics-json", a.eval_metrics, "write the metrics here");
   add_kernels_option(eval, kernels);
   CLI::App* decode =

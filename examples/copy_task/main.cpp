@@ -30,6 +30,7 @@
 #include "nn/capture_compare.h"
 #include "train/data_parallel_run.h"
 #include "train/metrics_log.h"
+#include "train/output_paths.h"
 #include "trainer.h"
 
 using namespace copy_task;
@@ -112,6 +113,7 @@ int run_train(const Config& config, const TrainOptions& options) {
 
 int run_eval(const std::string& checkpoint, int64_t samples, uint64_t seed,
              const std::string& metrics) {
+  sg::train::check_replaced_output({"--metrics-json", metrics}, {{"--checkpoint", checkpoint}});
   LoadedModel loaded = load_checkpoint(checkpoint);
   const Config& c = loaded.config;
   TaskGenerator gen(c.task_kind(), c.vocab, c.min_len, c.length, seed);
@@ -235,6 +237,7 @@ int main(int argc, char** argv) {
     if (*eval_cmd) return run_eval(m.checkpoint, m.samples, m.eval_seed, m.eval_metrics);
     if (*capture_cmd) {
       if (capture.init) {
+        check_capture_outputs(capture.capture);  // before the new model is written
         save_initial_checkpoint(capture.capture.checkpoint,
                                 configured(capture.preset, *capture.command, capture.given));
       }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,10 @@ namespace {
 // Data and evaluation streams get seeds of their own, derived from the run's seed, so that
 // held-out sequences never come from the training stream.
 constexpr uint64_t kTrainStream = 0x1000, kEvalStream = 0x2000, kFinalStream = 0x3000;
+
+// What a run draws into its directory besides checkpoints.
+const std::vector<std::string> kRunCharts = {"loss.svg", "accuracy.svg", "cross_attention.svg",
+                                             "self_attention.svg"};
 
 // Teacher forcing: the decoder sees tgt[:, :-1] and learns to predict tgt[:, 1:].
 struct StepResult {
@@ -175,7 +180,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   options.validate();
   // Before the run, not after it: an output that cannot be written, or that would replace a file
   // of the run, is an error now.
-  sg::train::check_run_outputs(options.out_dir, options.metrics_json, options.log_jsonl, {});
+  sg::train::check_run_outputs(options.out_dir, options.metrics_json, options.log_jsonl, {},
+                               kRunCharts);
   if (options.parallel.distributed) {  // before anything else: ranks started differently stop here
     sg::train::join_distributed_job();
     check_same_settings_on_every_rank(config, options);
@@ -189,8 +195,9 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   // on a GPU (the host queues 25 steps ahead without waiting).
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);
   const sg::train::RunDirectory run(options.out_dir);
-  run.prepare(options.resume, options.overwrite,
-              {"loss.svg", "accuracy.svg", "cross_attention.svg", "self_attention.svg"});
+  std::optional<sg::train::RunLock> lock;  // rank 0 writes the run's files
+  if (!options.parallel.distributed || sg::train::distributed_rank() == 0) lock.emplace(run.lock());
+  run.prepare(options.resume, options.overwrite, kRunCharts);
 
   sg::manual_seed(config.seed);
   auto model = std::make_shared<sg::nn::Transformer>(config.model_options());
@@ -208,6 +215,7 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   state.bf16 = options.bf16;
   if (options.resume) {
     state = resume_from(run, config, options.bf16, *model, *optimizer);
+    sg::train::check_resumable_to(run.path(), state.step, config.loop.steps);
     // A killed run's log lines after its checkpoint go: the resumed run writes them again.
     if (sg::train::distributed_rank() == 0)
       sg::train::drop_json_lines_after(options.log_jsonl, state.step, "--log-jsonl");

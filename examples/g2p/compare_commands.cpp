@@ -95,7 +95,9 @@ std::vector<SplitSummary> write_split(const std::string& dict_path, const std::s
   for (const auto& [path, text] : files) {
     SG_CHECK(overwrite || !fs::exists(fs::symlink_status(path)),
              "g2p split: {} exists (give --overwrite to replace it)", path);
-    sg::nn::check_can_replace(path, "g2p split");  // a directory there: refused before any write
+    // A directory there, or the dictionary being split (even with --overwrite): refused before
+    // any write.
+    sg::train::check_replaced_output({"g2p split --out", path}, {{"--data", dict_path}});
   }
   for (const auto& [path, text] : files) sg::nn::write_file_atomically(path, text, "g2p split");
   return summaries;
@@ -237,8 +239,11 @@ std::optional<sg::data::JointSequenceG2p> train_ngram(const Dataset& d,
 }
 
 int run_ngram(const NgramArgs& a) {
-  sg::train::check_outputs({{"--predictions", a.predictions}}, {{"--data", a.data}});
+  sg::train::check_replaced_output({"--predictions", a.predictions}, {{"--data", a.data}});
   const Dataset d = load_dataset(a.data);
+  // Refused as eval refuses it: the scores of no words would read as a perfect 0%.
+  SG_CHECK(!(a.split == "dev" ? d.dev : d.test).empty(), "g2p ngram: {} has no {} words", a.data,
+           a.split);
   const auto ngram =
       train_ngram(d, {.order = a.order, .iterations = a.iterations, .beam = a.beam}, true);
   std::vector<Word> words = a.split == "dev" ? d.dev : d.test;

@@ -125,7 +125,8 @@ class G2pTask : public sg::train::TrainingTask {
         data_(data),
         train_pairs_(static_cast<int64_t>(pairs.size())),
         loader_(std::move(pairs), config.max_tokens, config.seed),
-        out_dir_(std::move(out_dir)) {}
+        out_dir_(std::move(out_dir)),
+        dev_words_(static_cast<int64_t>(first_words(data.dev, config.dev_words).first.size())) {}
 
   sg::train::Batch next_batch() override {
     const sg::data::Batch batch = loader_.next();
@@ -148,7 +149,6 @@ class G2pTask : public sg::train::TrainingTask {
 
   sg::train::Metrics evaluate() override {
     const ErrorRates dev = g2p::evaluate(model_, data_.dev, 1, config_.dev_words);
-    dev_words_ = dev.words;
     return {{"dev_wer", dev.wer}, {"dev_per", dev.per}};
   }
 
@@ -187,7 +187,8 @@ class G2pTask : public sg::train::TrainingTask {
   int64_t train_pairs_;
   sg::data::BucketLoader loader_;
   std::string out_dir_;  // where the charts go
-  int64_t dev_words_ = 0;
+  int64_t dev_words_;    // each evaluation's, known before the first (a resumed run reports its
+                         // checkpoint's best before it evaluates)
 };
 
 // The word whose cross-attention the run draws: the first dev word of 8 letters or more.

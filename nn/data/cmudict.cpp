@@ -4,21 +4,27 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "autograd/error.h"
+#include "nn/data/pronouncing_dictionary.h"
 
 namespace sg::data {
 
 namespace {
 
-// ARPAbet: upper-case letters, then at most one stress digit 0, 1 or 2 (vowels only carry one).
+// CMUdict's ARPAbet: 15 vowels, each with at most one stress digit 0, 1 or 2, and 24 consonants,
+// which carry none. Anything else ("ZZ1", "B1", a typo) is refused, not learned as a phoneme.
 bool is_phoneme(const std::string& p) {
-  size_t letters = 0;
-  while (letters < p.size() && std::isupper(static_cast<unsigned char>(p[letters]))) ++letters;
-  if (letters == 0) return false;
-  if (letters == p.size()) return true;
-  return letters + 1 == p.size() && p[letters] >= '0' && p[letters] <= '2';
+  static const std::set<std::string> vowels = {"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER",
+                                               "EY", "IH", "IY", "OW", "OY", "UH", "UW"};
+  static const std::set<std::string> consonants = {"B",  "CH", "D",  "DH", "F",  "G", "HH", "JH",
+                                                   "K",  "L",  "M",  "N",  "NG", "P", "R",  "S",
+                                                   "SH", "T",  "TH", "V",  "W",  "Y", "Z",  "ZH"};
+  if (consonants.contains(p) || vowels.contains(p)) return true;
+  const char stress = p.empty() ? '\0' : p.back();
+  return stress >= '0' && stress <= '2' && vowels.contains(p.substr(0, p.size() - 1));
 }
 
 // "read(2)" -> "read"; a word without a well-formed "(N)" suffix is returned unchanged.
@@ -57,12 +63,13 @@ std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& so
   std::string line;
   for (int64_t number = 1; read_line(in, line, source, number); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (number == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // a UTF-8 BOM
     if (line.starts_with(";;;")) continue;
     if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream fields(line);
     std::string word;
     if (!(fields >> word)) continue;  // blank line
-    Pronunciation entry{strip_alternate(word), {}, number};
+    Pronunciation entry{lowercase_word(strip_alternate(word)), {}, number};
     for (std::string p; fields >> p;) {
       SG_CHECK(is_phoneme(p), "read_cmudict: {}:{}: '{}' is not an ARPAbet phoneme in \"{}\"",
                source, number, excerpt(p), excerpt(line));

@@ -5,9 +5,11 @@
 //   read(2) R IY1 D            <- an alternate pronunciation of "read"
 //   aalborg AO1 L B AO0 R G # place, danish     <- a trailing comment
 // Every pronunciation becomes one entry; alternates keep the plain word, so all pronunciations of
-// a word can be found (and split) together. Stress digits stay on the vowels (EH1, ER0): they are
-// part of what the model must predict. A line that cannot be parsed is an sg::Error naming the
-// file and the line number, never skipped silently.
+// a word can be found (and split) together. Words are read in lower case (older releases, 0.7b,
+// are upper case; the programs pronounce lower-case words), and a UTF-8 byte-order mark before the
+// first line is skipped. Stress digits stay on the vowels (EH1, ER0): they are part of what the
+// model must predict; a phoneme outside CMUdict's 39 is refused. A line that cannot be parsed is
+// an sg::Error naming the file and the line number, never skipped silently.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@
 namespace sg::data {
 
 struct Pronunciation {
-  std::string word;                   // lower case as in the file, "(2)" removed
+  std::string word;                   // in lower case, "(2)" removed
   std::vector<std::string> phonemes;  // ARPAbet with stress digits: {"T", "EH1", "N", "S", "ER0"}
   int64_t line = 0;                   // where it is in the file (1 = the first line)
 };

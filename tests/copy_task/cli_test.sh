@@ -18,6 +18,8 @@ for bad in 0 abc -3 99999; do
 done
 expect_error "--metrics-json $dir/x/model.safetensors is a checkpoint's name in the run directory" \
   train --steps 1 --out "$dir/x" --metrics-json "$dir/x/model.safetensors"
+expect_error "--metrics-json $dir/x/loss.svg is the run's loss.svg" \
+  train --steps 1 --out "$dir/x" --metrics-json "$dir/x/loss.svg"
 expect_error "A subcommand is required" 
 expect_error "d_model 30 is not divisible by heads 4" train --d-model 30 --heads 4 --steps 1 --out "$dir/x"
 expect_error "min-len must be in [2, length=10]" train --min-len 12 --steps 1 --out "$dir/x"
@@ -29,7 +31,11 @@ head -c 100 /dev/urandom >"$dir/garbage.safetensors"
 expect_error "garbage.safetensors" decode --checkpoint "$dir/garbage.safetensors" "1 2 3"
 expect_error "garbage.safetensors" eval --checkpoint "$dir/garbage.safetensors"
 expect_error "--resume: no checkpoint" train --resume --steps 1 --out "$dir/empty"
-expect_error "--sync-every must be at least 1, got 0" train --sync-every 0 --steps 1 --out "$dir/x"
+expect_error "--sync-every: '0' is not an integer in [1, 1000000000]" train --sync-every 0 --steps 1 --out "$dir/x"
+# Numbers a plain conversion would wrap or read loosely: refused by the flag's check.
+expect_error "--sync-every: '99999999999999999999' is not an integer" train --sync-every 99999999999999999999 --steps 1 --out "$dir/x"
+expect_error "--seed: '-1' is not a non-negative integer" eval --checkpoint "$dir/none.safetensors" --seed -1
+expect_error "--data-seed: '0x10' is not a non-negative integer" capture --checkpoint "$dir/none.safetensors" --out "$dir/c.safetensors" --data-seed 0x10
 expect_error "--cuda-graph needs --device cuda (got --device cpu)" train --cuda-graph --steps 1 --out "$dir/x"
 expect_error "--tf32 is for float32 products on CUDA" train --tf32 --steps 1 --out "$dir/x"
 
@@ -88,6 +94,24 @@ expect_ok "step 3: " decode --checkpoint "$ckpt" --print-logits "1 5 3 9"
 expect_error "does not combine with --beam 2" decode --checkpoint "$ckpt" --print-logits --beam 2 "1 5"
 expect_ok "->" decode --checkpoint "$ckpt" --beam 3 "5 3 9"
 expect_ok "exact match" eval --checkpoint "$ckpt" --samples 10
+# An output never replaces a checkpoint: the model it reads, or any run's (they were replaced by a
+# JSON file or a capture, exit 0).
+expect_error "--metrics-json $ckpt is a checkpoint" eval --checkpoint "$ckpt" --samples 2 \
+  --metrics-json "$ckpt"
+expect_error "--metrics-json $dir/run3/last.safetensors is a checkpoint" eval --checkpoint "$ckpt" \
+  --samples 2 --metrics-json "$dir/run3/last.safetensors"
+expect_error "--out $ckpt is a checkpoint" capture --checkpoint "$ckpt" --out "$ckpt"
+expect_error "--batch-out $dir/run3/model.safetensors is a checkpoint" capture --checkpoint "$ckpt" \
+  --out "$dir/c2.safetensors" --batch-out "$dir/run3/model.safetensors"
+expect_error "--batch-out $dir/c3.safetensors is also --out" capture --checkpoint "$ckpt" \
+  --out "$dir/c3.safetensors" --batch-out "$dir/c3.safetensors"
+expect_error "--out $dir/new.safetensors is --checkpoint" capture --init --checkpoint \
+  "$dir/new.safetensors" --out "$dir/new.safetensors"
+[[ ! -e $dir/new.safetensors ]] && passes=$((passes + 1)) ||
+  { echo "FAIL: capture --init wrote a model it then refused to capture"; failures=$((failures + 1)); }
+# A resume to fewer steps than the run took would rewrite it as a shorter run.
+expect_error "the run in $dir/run is at step 20 already, past --steps 10" train --resume --steps 10 \
+  --batch 8 --eval-every 10 --eval-samples 4 --final-samples 4 --quiet --out "$dir/run"
 # Hardening. An existing run is refused unless --resume or --overwrite.
 expect_error "already holds a run" train --steps 2 --batch 8 --eval-every 2 --eval-samples 4 \
   --final-samples 4 --quiet --out "$dir/run"

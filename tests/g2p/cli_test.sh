@@ -14,6 +14,12 @@ expect_error "--bogus" train --bogus
 expect_error "cannot open" train --data "$dir/missing.dict" --out "$dir/run"
 printf 'good G UH1 D\nbad b AE1 D\n' >"$dir/bad.dict"
 expect_error "bad.dict:2: 'b' is not an ARPAbet phoneme" train --data "$dir/bad.dict" --out "$dir/run"
+# Only CMUdict's 39 phonemes: a well-shaped unknown one was learned as a new phoneme.
+printf 'good G UH1 D\nweird ZZ1 AH0\n' >"$dir/unknown.dict"
+expect_error "unknown.dict:2: 'ZZ1' is not an ARPAbet phoneme" train --data "$dir/unknown.dict" --out "$dir/run"
+# Two words and no dev or test word: the n-gram scored nothing as WER 0%.
+printf 'a AH0\nb B IY1\n' >"$dir/two.dict"
+expect_error "g2p ngram: $dir/two.dict has no dev words" ngram --data "$dir/two.dict" --split dev
 expect_error "multiple of --heads" train --data "$dict" --out "$dir/run" --d-model 30 --heads 4
 expect_error "--max-tokens" train --data "$dict" --out "$dir/run" --max-tokens 3
 expect_error "--schedule must be one of noam, cosine, got 'step'" train --data "$dict" --out "$dir/run" \
@@ -46,11 +52,13 @@ input=$dir/words expect_ok "world " pronounce --checkpoint "$dir/run/model.safet
 [[ -s $dir/hello.svg ]] && passes=$((passes + 1)) || { echo "FAIL: no attention SVG"; failures=$((failures + 1)); }
 expect_error "no words given" pronounce --checkpoint "$dir/run/model.safetensors"
 # An output onto an input is refused before anything is written (the model, the dictionary).
-expect_error "--attention $dir/run/model.safetensors is --checkpoint" pronounce \
+expect_error "--attention $dir/run/model.safetensors is a checkpoint" pronounce \
   --checkpoint "$dir/run/model.safetensors" --attention "$dir/run/model.safetensors" tensor
 expect_error "--predictions $dict is --data" ngram --data "$dict" --predictions "$dict"
+expect_error "--predictions $dir/run/last.safetensors is a checkpoint" ngram --data "$dict" \
+  --predictions "$dir/run/last.safetensors"
 expect_error "--metrics-json $dict is REF" score "$dict" "$dict" --metrics-json "$dict"
-expect_error "--metrics-json $dir/run/last.safetensors is a checkpoint's name in the run directory" \
+expect_error "--metrics-json $dir/run/last.safetensors is a checkpoint" \
   train --data "$dict" --out "$dir/run" --resume "${tiny[@]}" --metrics-json "$dir/run/last.safetensors"
 # Sizes its own loader would refuse are refused before training; numbers are not saturated.
 expect_error "--layers: '65' is not an integer in [1, 64]" train --data "$dict" --out "$dir/x" --layers 65
@@ -156,6 +164,15 @@ in_dict=$(grep -c '^[^;]' "$dict")
   echo "FAIL: split wrote $written pronunciations of $in_dict"; failures=$((failures + 1)); }
 expect_error "train.dict exists (give --overwrite" split --data "$dict" --out "$split"
 expect_ok "train: " split --data "$dict" --out "$split" --overwrite
+# Never onto the dictionary it splits, even with --overwrite (it became its own train split).
+cp "$split/train.dict" "$dir/own.dict" && mkdir -p "$dir/own" && cp "$dir/own.dict" "$dir/own/train.dict"
+expect_error "g2p split --out $dir/own/train.dict is --data" split --data "$dir/own/train.dict" \
+  --out "$dir/own" --overwrite
+# An upper-case dictionary (CMUdict 0.7b's case) is read in lower case, as words are pronounced.
+awk '/^;;;/ { print; next } { $1 = toupper($1); print }' "$dict" >"$dir/upper.dict"
+expect_ok "train: " split --data "$dir/upper.dict" --out "$dir/upper-split"
+cmp -s "$dir/upper-split/test.dict" "$split/test.dict" && passes=$((passes + 1)) ||
+  { echo "FAIL: an upper-case dictionary splits differently"; failures=$((failures + 1)); }
 expect_ok "words): WER 0.00%  PER 0.00%  (without stress: WER 0.00%  PER 0.00%)" score \
   "$split/test.dict" "$split/test.dict" --metrics-json "$dir/score.json"
 grep -qF '"wer": 0.0' "$dir/score.json" && passes=$((passes + 1)) || {

@@ -20,6 +20,38 @@ namespace fs = std::filesystem;
 using sg::testing::TempDir;
 using sg::testing::write_bytes;
 
+TEST(TrainRunDirectory, OneProcessAtATimeTrainsInADirectory) {
+  // Two runs started into one new directory both ended well, the later one's checkpoints silently
+  // replaced by the other's. The lock goes with its holder (and with a killed process).
+  TempDir dir;
+  RunDirectory run(dir / "run");
+  {
+    const RunLock held = run.lock();
+    EXPECT_TRUE(fs::is_directory(dir / "run"));
+    EXPECT_SG_ERROR(static_cast<void>(run.lock()),
+                    fmt::format("--out {}: another process (pid {}) is training in "
+                                "this directory",
+                                dir / "run", ::getpid()));
+    const pid_t child = ::fork();  // another process
+    if (child == 0) {
+      bool refused = false;
+      try {
+        const RunLock second = RunDirectory(dir / "run").lock();
+      } catch (const sg::Error&) {
+        refused = true;
+      }
+      ::_exit(refused ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_NO_THROW({ const RunLock again = run.lock(); });  // released with its holder
+  write_bytes(dir / "file", "x");
+  EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "file").lock()),
+                  "exists and is not a directory");
+}
+
 TEST(TrainRunDirectory, AnExistingRunIsContinuedOrReplacedOnlyWhenAsked) {
   TempDir dir;
   RunDirectory run(dir / "run");

@@ -22,6 +22,7 @@
 #include "train/average_checkpoints.h"
 #include "train/fit_report.h"
 #include "train/metadata.h"
+#include "train/run_directory.h"
 
 namespace sg::train {
 namespace {
@@ -351,6 +352,22 @@ TEST(TrainLoop, ADivergedRunStopsBeforeAnythingBrokenIsSaved) {
       saved_run_state(nn::load_safetensors(dir / "run/model.safetensors").metadata, "model").step,
       5);
   EXPECT_NO_THROW(read_checkpoint(dir / "run/model.safetensors"));  // finite weights
+}
+
+TEST(TrainLoop, ItHoldsItsDirectoryAndAResumeNeverGoesBack) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "run");
+  Training first(o);
+  first.task->at_evaluation = [&](int64_t) {  // while it trains, nobody else may
+    EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "run").lock()),
+                    "is training in this directory");
+  };
+  first.fit();
+  // A run at step 30 resumed with --steps 20 was rewritten as a 20-step run, exit 0.
+  o.resume = true, o.steps = 20;
+  EXPECT_SG_ERROR(Training(o).fit(),
+                  "--resume: the run in " + (dir / "run") +
+                      " is at step 30 already, past --steps 20; give --steps 30 or more");
 }
 
 TEST(TrainLoop, ReadingTheLossEveryFewStepsChangesNoValue) {

@@ -56,7 +56,7 @@ expect_error "--temperature excludes --greedy" sample --greedy --temperature 2
 expect_error "--temperature: '0' is not a number in (0, 100]" sample --temperature 0
 # An output onto the run's own checkpoint or onto the dictionary is refused before the run; a
 # resume on another dictionary is refused by name.
-expect_error "--metrics-json $dir/run/last.safetensors is a checkpoint's name in the run directory" \
+expect_error "--metrics-json $dir/run/last.safetensors is a checkpoint" \
   train "${small[@]}" --steps 80 --layers 2 --resume --out "$dir/run" \
   --metrics-json "$dir/run/last.safetensors"
 expect_error "--log-jsonl $dict is --data" train "${small[@]}" --steps 80 --layers 2 --resume \
