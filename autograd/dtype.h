@@ -40,6 +40,23 @@ constexpr std::string_view dtype_name(DType d) {
   return "?";
 }
 
+// "a float32", "an int64": the name as a message reads it.
+constexpr std::string_view dtype_with_article(DType d) {
+  switch (d) {
+    case DType::Bool:
+      return "a bool";
+    case DType::Int64:
+      return "an int64";
+    case DType::BFloat16:
+      return "a bfloat16";
+    case DType::Float32:
+      return "a float32";
+    case DType::Float64:
+      return "a float64";
+  }
+  return "a ?";
+}
+
 constexpr size_t dtype_size(DType d) {
   switch (d) {
     case DType::Bool:

@@ -22,8 +22,9 @@ Tensor empty(const Shape& shape, TensorOptions options) {
            options.dtype());
   const auto nbytes = static_cast<uint64_t>(numel * itemsize);
   if (options.device().is_cpu() && nbytes >= kCheckedBytes) {  // more than the machine has?
-    check_host_allocation(nbytes, backend_for(options.device()).reusable_bytes(),
-                          fmt::format("empty: a {} tensor of shape {}", options.dtype(), shape));
+    check_host_allocation(
+        nbytes, backend_for(options.device()).reusable_bytes(),
+        fmt::format("empty: {} tensor of shape {}", dtype_with_article(options.dtype()), shape));
   }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(nbytes), options.device());

@@ -46,9 +46,10 @@ Tensor& binary_inplace(std::string_view op, BinaryOp kind, Tensor& self, const T
   const DType result = promote_types(self.dtype(), other.dtype());
   SG_CHECK(!(is_floating(result) && !self.is_floating_point()) &&
                !(self.dtype() == kBool && result != kBool),
-           "{}: the result of a {} tensor and a {} operand is {}, which the {} tensor cannot hold; "
+           "{}: the result of {} tensor and {} operand is {}, which the {} tensor cannot hold; "
            "convert it first (.to(...))",
-           op, self.dtype(), other.dtype(), result, self.dtype());
+           op, dtype_with_article(self.dtype()), dtype_with_article(other.dtype()), result,
+           self.dtype());
   detail::check_not_bfloat16(op, {self, other});
   backend_for(self.device()).binary(kind, self, operand_for(self, other), self);
   self.impl()->storage->bump_version();

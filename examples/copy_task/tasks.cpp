@@ -27,9 +27,14 @@ std::vector<int64_t> TaskGenerator::target_for(const std::vector<int64_t>& src) 
 }
 
 Batch TaskGenerator::next(int64_t batch_size) {
-  std::vector<int64_t> src(static_cast<size_t>(batch_size * max_len_), kPad);
-  std::vector<int64_t> tgt(src.size(), kPad);
-  std::vector<int64_t> lengths(static_cast<size_t>(batch_size));
+  // Written straight into its tensors (padding is 0): a batch too large for the machine is
+  // refused by name when they are made (sg::OutOfMemoryError), not a bare std::bad_alloc.
+  static_assert(kPad == 0, "the tensors start as padding");
+  Batch batch{sg::zeros({batch_size, max_len_}, sg::kInt64),
+              sg::zeros({batch_size, max_len_}, sg::kInt64), sg::empty({batch_size}, sg::kInt64)};
+  int64_t* src = batch.src.data_ptr<int64_t>();
+  int64_t* tgt = batch.tgt.data_ptr<int64_t>();
+  int64_t* lengths = batch.lengths.data_ptr<int64_t>();
   for (int64_t b = 0; b < batch_size; ++b) {
     int64_t n = min_len_ + static_cast<int64_t>(gen_.next_u64() % (max_len_ - min_len_ + 1));
     // As in The Annotated Transformer: tokens drawn from [1, vocab), then the first set to start.
@@ -37,12 +42,11 @@ Batch TaskGenerator::next(int64_t batch_size) {
     for (int64_t& t : seq) t = 1 + static_cast<int64_t>(gen_.next_u64() % (vocab_ - 1));
     seq[0] = kStart;
     std::vector<int64_t> out = target_for(seq);
-    std::copy(seq.begin(), seq.end(), src.begin() + b * max_len_);
-    std::copy(out.begin(), out.end(), tgt.begin() + b * max_len_);
+    std::copy(seq.begin(), seq.end(), src + b * max_len_);
+    std::copy(out.begin(), out.end(), tgt + b * max_len_);
     lengths[b] = n;
   }
-  return {sg::from_vector(src, {batch_size, max_len_}),
-          sg::from_vector(tgt, {batch_size, max_len_}), sg::from_vector(lengths, {batch_size})};
+  return batch;
 }
 
 }  // namespace copy_task

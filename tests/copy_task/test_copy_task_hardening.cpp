@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/host_memory.h"
 #include "config.h"
 #include "tests/copy_task/copy_task_testing.h"
 #include "tests/support/testing.h"
@@ -228,6 +229,18 @@ TEST(CopyTaskConfig, SizesHaveUpperBounds) {
   auto values = Config::preset_named("tiny").to_map();
   values["heads"] = "512", values["d_model"] = "512";
   EXPECT_SG_ERROR(Config::from_map(values), "checkpoint config 'heads' is 512, not in [1, 256]");
+}
+
+TEST(CopyTaskData, ABatchTooLargeForTheMachineIsRefusedByName) {
+  // The batch was built in vectors first: --batch 65536 --length 65536 ended in a bare
+  // "std::bad_alloc". Its tensors are made first now, checked against the memory left.
+  sg::detail::set_host_memory_for_testing(sg::HostMemory{512ull << 20, "set by the test"});
+  TaskGenerator data(Task::Copy, 11, 8192, 8192, 1);
+  EXPECT_SG_ERROR(data.next(8192), "empty: an int64 tensor of shape [8192, 8192] needs 512.00 MiB");
+  sg::detail::set_host_memory_for_testing(std::nullopt);
+  const Batch small = data.next(2);
+  EXPECT_EQ(small.src.shape(), (sg::Shape{2, 8192}));
+  EXPECT_EQ(small.src.to_vector<int64_t>()[0], kStart);
 }
 
 TEST(CopyTaskConfig, EveryKeyHasAFlagAndARuleOnResume) {

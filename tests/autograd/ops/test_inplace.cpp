@@ -75,9 +75,9 @@ TEST(InplaceTest, RefusesATensorWhoseElementsShareMemory) {
 TEST(InplaceTest, AFloatResultIsNotCutIntoAnIntegerTensor) {
   // As PyTorch's can_cast: 0.5 added to an int64 tensor was truncated away silently.
   EXPECT_SG_ERROR(zeros({2}, kInt64).add_(tensor({0.5, 0.5})),
-                  "add_: the result of a int64 tensor and a float32 operand is float32, which the "
+                  "add_: the result of an int64 tensor and a float32 operand is float32, which the "
                   "int64 tensor cannot hold");
-  EXPECT_SG_ERROR(zeros({2}, kInt64).add_(0.5), "add_: the result of a int64 tensor");
+  EXPECT_SG_ERROR(zeros({2}, kInt64).add_(0.5), "add_: the result of an int64 tensor");
   EXPECT_SG_ERROR(zeros({2}, kBool).add_(ones({2}, kInt64)), "add_: the result of a bool tensor");
   Tensor i = zeros({2}, kInt64);
   i.add_(2.0);  // a whole number is an integer operand
