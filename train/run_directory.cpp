@@ -27,9 +27,17 @@ RunLock::~RunLock() {
 }
 
 RunLock RunDirectory::lock() const {
-  SG_CHECK(!fs::exists(dir_) || fs::is_directory(dir_), "--out {} exists and is not a directory",
-           dir_);
+  // What is at the path, named in the error: std::filesystem's own message ("Too many levels of
+  // symbolic links [runs]") says neither which flag nor what to do.
   std::error_code error;
+  const fs::file_status status = fs::status(dir_, error);
+  SG_CHECK(!error || error == std::errc::no_such_file_or_directory, "--out {}: {}", dir_,
+           error.message());
+  SG_CHECK(!fs::exists(status) || fs::is_directory(status),
+           "--out {} exists and is not a directory", dir_);
+  SG_CHECK(fs::exists(status) || !fs::is_symlink(fs::symlink_status(dir_, error)),
+           "--out {} is a link to {}, which does not exist", dir_,
+           fs::read_symlink(dir_, error).string());
   fs::create_directories(dir_, error);
   SG_CHECK(!error, "--out {}: cannot create the directory: {}", dir_, error.message());
   const std::string path = dir_ + "/.lock";

@@ -50,6 +50,14 @@ TEST(TrainRunDirectory, OneProcessAtATimeTrainsInADirectory) {
   write_bytes(dir / "file", "x");
   EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "file").lock()),
                   "exists and is not a directory");
+  // Links that lead nowhere are named as such (the messages were the file system's own).
+  fs::create_symlink(dir / "loop", dir / "loop");
+  EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "loop").lock()),
+                  "--out " + (dir / "loop") + ": Too many levels of symbolic links");
+  fs::create_symlink(dir / "nowhere", dir / "dangling");
+  EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "dangling").lock()),
+                  "--out " + (dir / "dangling") + " is a link to " + (dir / "nowhere") +
+                      ", which does not exist");
 }
 
 TEST(TrainRunDirectory, AnExistingRunIsContinuedOrReplacedOnlyWhenAsked) {
