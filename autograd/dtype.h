@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -40,21 +41,10 @@ constexpr std::string_view dtype_name(DType d) {
   return "?";
 }
 
-// "a float32", "an int64": the name as a message reads it.
-constexpr std::string_view dtype_with_article(DType d) {
-  switch (d) {
-    case DType::Bool:
-      return "a bool";
-    case DType::Int64:
-      return "an int64";
-    case DType::BFloat16:
-      return "a bfloat16";
-    case DType::Float32:
-      return "a float32";
-    case DType::Float64:
-      return "a float64";
-  }
-  return "a ?";
+// "a float32", "an int64": the name as a message reads it (int64 is the one starting with a
+// vowel).
+inline std::string dtype_with_article(DType d) {
+  return (d == DType::Int64 ? "an " : "a ") + std::string(dtype_name(d));
 }
 
 constexpr size_t dtype_size(DType d) {
