@@ -26,20 +26,33 @@ RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
 }
 
-RunLock RunDirectory::lock() const {
+void RunDirectory::check_path(bool resume) const {
   // What is at the path, named in the error: std::filesystem's own message ("Too many levels of
   // symbolic links [runs]") says neither which flag nor what to do.
   std::error_code error;
   const fs::file_status status = fs::status(dir_, error);
-  SG_CHECK(!error || error == std::errc::no_such_file_or_directory, "--out {}: {}", dir_,
-           error.message());
+  // (Nothing there, or a file where a parent should be: create() names that.)
+  SG_CHECK(!error || error == std::errc::no_such_file_or_directory ||
+               error == std::errc::not_a_directory,
+           "--out {}: {}", dir_, error.message());
   SG_CHECK(!fs::exists(status) || fs::is_directory(status),
            "--out {} exists and is not a directory", dir_);
   SG_CHECK(fs::exists(status) || !fs::is_symlink(fs::symlink_status(dir_, error)),
            "--out {} is a link to {}, which does not exist", dir_,
            fs::read_symlink(dir_, error).string());
+  // A resume reads a run that is there; it never makes an empty directory first.
+  SG_CHECK(!resume || fs::exists(last()), "--resume: no checkpoint at {}", last());
+}
+
+void RunDirectory::create() const {
+  std::error_code error;
   fs::create_directories(dir_, error);
   SG_CHECK(!error, "--out {}: cannot create the directory: {}", dir_, error.message());
+}
+
+RunLock RunDirectory::lock(bool resume) const {
+  check_path(resume);
+  create();
   const std::string path = dir_ + "/.lock";
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   SG_CHECK(fd >= 0, "--out {}: cannot open its lock file {}: {}", dir_, path, std::strerror(errno));
@@ -66,13 +79,8 @@ RunLock RunDirectory::lock() const {
 void RunDirectory::prepare(bool resume, bool overwrite,
                            const std::vector<std::string>& outputs) const {
   SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
-  SG_CHECK(!fs::exists(dir_) || fs::is_directory(dir_), "--out {} exists and is not a directory",
-           dir_);
-  // A resume reads a run that is there; it never makes an empty directory first.
-  SG_CHECK(!resume || fs::exists(last()), "--resume: no checkpoint at {}", last());
-  std::error_code error;
-  fs::create_directories(dir_, error);
-  SG_CHECK(!error, "--out {}: cannot create the directory: {}", dir_, error.message());
+  check_path(resume);
+  create();
   remove_stale_temporaries(dir_);
   if (resume) return;
   std::vector<std::string> files{last(), best(), legacy_optimizer(), averaged()};

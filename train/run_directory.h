@@ -11,7 +11,7 @@
 // killed.
 //
 //   sg::train::RunDirectory run("runs/copy");
-//   const sg::train::RunLock lock = run.lock();   // held until the run ends
+//   const sg::train::RunLock lock = run.lock(options.resume);   // held until the run ends
 //   run.prepare(options.resume, options.overwrite);
 //   if (options.resume) sg::train::restore(run.read_last(), model, &optimizer);
 //   ... run.save_last(model, optimizer, metadata);
@@ -55,7 +55,8 @@ class RunDirectory {
   std::string legacy_optimizer() const { return dir_ + "/last.optim.safetensors"; }
 
   // Creates the directory and locks it for this process, or names the process that trains there.
-  [[nodiscard]] RunLock lock() const;
+  // With `resume`, the run must be there (no empty directory is made for a resume that fails).
+  [[nodiscard]] RunLock lock(bool resume = false) const;
   // Creates the directory and removes killed writers' temporary files; then, unless resuming,
   // refuses a directory that holds a run, or with `overwrite` removes that run's checkpoints, and
   // removes the files named in `outputs` (what a run writes there besides checkpoints: its
@@ -83,6 +84,10 @@ class RunDirectory {
   void remove_steps_after(int64_t step) const;
 
  private:
+  // An error naming --out for what cannot be a run's directory (a file, a link to nowhere, a
+  // loop), and with `resume` for a directory without last.safetensors.
+  void check_path(bool resume) const;
+  void create() const;
   std::string dir_;
 };
 

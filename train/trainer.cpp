@@ -400,7 +400,7 @@ struct Trainer::Loop {
     outputs.push_back("loss.svg");
     check_run_outputs(run.path(), o.metrics_json, o.log_jsonl, task.input_files(), outputs);
     digest_inputs();
-    if (ranks.writes()) lock.emplace(run.lock());
+    if (ranks.writes()) lock.emplace(run.lock(o.resume));
     run.prepare(o.resume, o.overwrite, outputs);
     if (o.resume) {
       resume();

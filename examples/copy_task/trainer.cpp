@@ -196,7 +196,8 @@ TrainSummary train(const Config& config, const TrainOptions& options) {
   const int64_t sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1);
   const sg::train::RunDirectory run(options.out_dir);
   std::optional<sg::train::RunLock> lock;  // rank 0 writes the run's files
-  if (!options.parallel.distributed || sg::train::distributed_rank() == 0) lock.emplace(run.lock());
+  if (!options.parallel.distributed || sg::train::distributed_rank() == 0)
+    lock.emplace(run.lock(options.resume));
   run.prepare(options.resume, options.overwrite, kRunCharts);
 
   sg::manual_seed(config.seed);

@@ -50,6 +50,10 @@ TEST(TrainRunDirectory, OneProcessAtATimeTrainsInADirectory) {
   write_bytes(dir / "file", "x");
   EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "file").lock()),
                   "exists and is not a directory");
+  // A resume that finds no run leaves no empty directory behind.
+  EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "absent").lock(/*resume=*/true)),
+                  "--resume: no checkpoint at " + (dir / "absent/last.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "absent"));
   // Links that lead nowhere are named as such (the messages were the file system's own).
   fs::create_symlink(dir / "loop", dir / "loop");
   EXPECT_SG_ERROR(static_cast<void>(RunDirectory(dir / "loop").lock()),
