@@ -28,7 +28,7 @@ sg::train::OptionSchema Config::schema() {
       .before_it_existed("noam")
       .real("lr", lr, 0, 1e30, OnResume::kFixed, "peak learning rate of --schedule cosine")
       .before_it_existed("0")
-      .integer("max_tokens", max_tokens, 64, kMaxTokens, OnResume::kFixed,
+      .integer("max_tokens", max_tokens, kMinTokens, kMaxTokens, OnResume::kFixed,
                "padded tokens per batch")
       .unsigned_integer("seed", seed, OnResume::kFixed, "random seed");
   loop.add_to(s, {.moving_average = true, .checkpoint_averaging = true});

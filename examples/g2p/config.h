@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "g2p_data.h"
 #include "nn/nn.h"
 #include "train/loop_config.h"
 #include "train/option_schema.h"
@@ -63,6 +64,9 @@ struct Config {
   // Upper bounds, the same for the command line, validate() and a checkpoint's config.
   static constexpr int64_t kMaxDModel = 4096, kMaxHeads = 256, kMaxLayers = 64, kMaxFfn = 65536;
   static constexpr int64_t kMaxSteps = sg::train::LoopConfig::kMaxSteps, kMaxTokens = 1'000'000;
+  // The fewest padded tokens a batch may hold: the longest pair load_dataset lets through (its
+  // letters, then <bos> phonemes <eos>), so every word fits a batch of its own.
+  static constexpr int64_t kMinTokens = static_cast<int64_t>(kMaxLetters + kMaxPhonemes + 2);
 };
 
 }  // namespace g2p

@@ -61,6 +61,23 @@ TEST(G2pHardening, SizesAreBoundedWhenParsedAsWhenLoaded) {
   EXPECT_TRUE(g2p::Config::from_map(values).norm_first);
 }
 
+TEST(G2pHardening, TheLongestWordTheDataLetsThroughFitsTheSmallestBatch) {
+  // --max-tokens 64 used to be accepted, and a dictionary word of 40 letters then stopped
+  // training with the loader's "example 9 alone has 82 tokens": the flag's lower bound is now
+  // the longest pair load_dataset lets through.
+  const g2p::Word longest{.spelling = std::string(g2p::kMaxLetters, 'a'),
+                          .pronunciations = {std::vector<std::string>(g2p::kMaxPhonemes, "AH0")}};
+  const std::vector<g2p::Word> words{longest};
+  auto pairs =
+      g2p::training_pairs(words, g2p::letter_vocabulary(words), g2p::phoneme_vocabulary(words));
+  EXPECT_NO_THROW(sg::data::BucketLoader(pairs, g2p::Config::kMinTokens, 1));
+  EXPECT_SG_ERROR(sg::data::BucketLoader(pairs, g2p::Config::kMinTokens - 1, 1),
+                  "alone has 128 tokens");
+  g2p::Config c = tiny_config();
+  c.max_tokens = g2p::Config::kMinTokens - 1;
+  EXPECT_SG_ERROR(c.validate(), "--max-tokens must be in [128, 1000000], got 127");
+}
+
 TEST(G2pHardening, EveryConfigKeyHasAFlagAndARuleOnResume) {
   std::set<std::string> keys, with_rule;
   for (const auto& [key, _] : tiny_config().to_map()) keys.insert(key);
