@@ -124,6 +124,12 @@ nn::Metadata save_average(const AverageRequest& request, const std::vector<std::
                           const std::function<void(const Checkpoint&)>& check_file) {
   const std::string& out = request.out;
   SG_CHECK(!out.empty(), "average: no output file given");
+  // A run's own step names are its to write and prune: a mean saved as one would be deleted by
+  // the run's next step checkpoint, or taken for a step by the next `average --run`.
+  SG_CHECK(!RunDirectory::step_of(fs::path(out).filename().string()),
+           "average: --out {} has a step checkpoint's name (checkpoint-<step>.safetensors), which "
+           "runs write, prune and average; name the mean otherwise (averaged.safetensors)",
+           out);
   SG_CHECK(request.overwrite || !fs::exists(out),
            "average: --out {} exists; add --overwrite to replace it", out);
   const std::vector<std::string> paths = files_to_average(request);

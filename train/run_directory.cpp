@@ -132,22 +132,25 @@ std::string RunDirectory::step_checkpoint(int64_t step) const {
   return fmt::format("{}/checkpoint-{}.safetensors", dir_, step);
 }
 
+std::optional<int64_t> RunDirectory::step_of(const std::string& filename) {
+  const std::string prefix = "checkpoint-", suffix = ".safetensors";
+  if (!filename.starts_with(prefix) || !filename.ends_with(suffix)) return std::nullopt;
+  const char* first = filename.data() + prefix.size();
+  const char* last = filename.data() + filename.size() - suffix.size();
+  int64_t step = -1;
+  auto [end, ec] = std::from_chars(first, last, step);
+  if (ec != std::errc() || end != last || step < 0 ||
+      filename != fmt::format("{}{}{}", prefix, step, suffix))
+    return std::nullopt;
+  return step;
+}
+
 std::vector<std::pair<int64_t, std::string>> RunDirectory::step_checkpoints() const {
   std::vector<std::pair<int64_t, std::string>> out;
   if (!fs::is_directory(dir_)) return out;
-  const std::string prefix = "checkpoint-", suffix = ".safetensors";
   for (const auto& entry : fs::directory_iterator(dir_)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with(prefix) || !name.ends_with(suffix) || !entry.is_regular_file()) continue;
-    const char* first = name.data() + prefix.size();
-    const char* last = name.data() + name.size() - suffix.size();
-    int64_t step = -1;
-    auto [end, ec] = std::from_chars(first, last, step);
-    // Only the names step_checkpoint writes: "checkpoint-007.safetensors" is someone else's.
-    if (ec != std::errc() || end != last || step < 0 ||
-        name != fmt::format("{}{}{}", prefix, step, suffix))
-      continue;
-    out.emplace_back(step, entry.path().string());
+    const std::optional<int64_t> step = step_of(entry.path().filename().string());
+    if (step && entry.is_regular_file()) out.emplace_back(*step, entry.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,9 @@ class RunDirectory {
   std::string best() const { return dir_ + "/model.safetensors"; }
   std::string last() const { return dir_ + "/last.safetensors"; }
   std::string step_checkpoint(int64_t step) const;  // checkpoint-<step>.safetensors
+  // The step a file name stands for when it is one step_checkpoint writes
+  // ("checkpoint-40.safetensors": 40; "checkpoint-007.safetensors" is someone else's).
+  static std::optional<int64_t> step_of(const std::string& filename);
   std::string averaged() const { return dir_ + "/averaged.safetensors"; }
   // Where versions before the one-file checkpoint kept the optimizer's state.
   std::string legacy_optimizer() const { return dir_ + "/last.optim.safetensors"; }

@@ -114,8 +114,11 @@ expect_ok "the mean of the weights at steps [30, 40]" eval \
 expect_ok "lowest dev WER: --beam" tune --checkpoint "$dir/levers/averaged.safetensors" \
   --data "$dict" --beams 1,2 --length-penalties 0.6,1 --limit 20
 expect_ok "the mean of" average --run "$dir/levers" --last 2 --out "$dir/mean.safetensors"
-expect_error "is one of the checkpoints averaged" average "$dir/levers/checkpoint-40.safetensors" \
-  --out "$dir/levers/checkpoint-40.safetensors" --overwrite
+expect_error "is one of the checkpoints averaged" average "$dir/mean.safetensors" \
+  "$dir/levers/checkpoint-40.safetensors" --out "$dir/mean.safetensors" --overwrite
+# A step's name is the run's (its next step checkpoint would prune the mean).
+expect_error "has a step checkpoint's name" average --run "$dir/levers" --last 2 \
+  --out "$dir/levers/checkpoint-99.safetensors"
 # average never replaces a file unless asked: not the run's model, nor last.safetensors (which
 # resuming needs), nor its own earlier output; and --last belongs to --run.
 model_before=$(sha256sum <"$dir/levers/model.safetensors")

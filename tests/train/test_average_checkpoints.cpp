@@ -186,14 +186,26 @@ TEST(CheckpointAveraging, SaveAverageRefusesToOverwriteOrToMixModels) {
   EXPECT_SG_ERROR(save_average({.run_dir = dir / "empty", .out = out}, {}),
                   "average: " + (dir / "empty") + " has no step checkpoints");
   // A run's file is never replaced without --overwrite, and never by the mean of itself.
+  const std::string copy = dir / "copy.safetensors";
+  std::filesystem::copy_file(run.step_checkpoint(2), copy);
+  EXPECT_SG_ERROR(save_average({.paths = {run.step_checkpoint(1), copy}, .out = copy}, {}),
+                  "average: --out " + copy + " exists; add --overwrite to replace it");
   EXPECT_SG_ERROR(
-      save_average({.run_dir = dir.path().string(), .out = run.step_checkpoint(2)}, {}),
-      "average: --out " + run.step_checkpoint(2) + " exists; add --overwrite to replace it");
-  EXPECT_SG_ERROR(
-      save_average(
-          {.run_dir = dir.path().string(), .out = run.step_checkpoint(2), .overwrite = true}, {}),
+      save_average({.paths = {run.step_checkpoint(1), copy}, .out = copy, .overwrite = true}, {}),
       "is one of the checkpoints averaged; write the mean elsewhere");
+  // A step's name is the run's: its next step checkpoint would prune the mean, and the next
+  // `average --run` would take it for a step. Refused whether or not the file is there yet.
+  for (const int64_t step : {2, 9}) {
+    EXPECT_SG_ERROR(
+        save_average(
+            {.run_dir = dir.path().string(), .out = run.step_checkpoint(step), .overwrite = true},
+            {}),
+        "average: --out " + run.step_checkpoint(step) +
+            " has a step checkpoint's name (checkpoint-<step>.safetensors)");
+  }
+  EXPECT_FALSE(std::filesystem::exists(run.step_checkpoint(9)));
   EXPECT_EQ(nn::load_safetensors(run.step_checkpoint(2)).metadata.at("step"), "2");
+  std::filesystem::remove(copy);
   // A file twice, or a file that is itself a mean, would weigh checkpoints unequally.
   EXPECT_SG_ERROR(
       save_average({.paths = {run.step_checkpoint(1), run.step_checkpoint(1)}, .out = out}, {}),
