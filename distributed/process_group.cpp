@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "autograd/error.h"
 #include "autograd/grad_mode.h"
@@ -39,12 +40,37 @@ MPI_Datatype mpi_type_of(DType dtype) {
   }
 }
 
-// Whether the ranks of `comm` may use shared memory: asked for, not turned off by the
-// environment, and every rank on this machine.
-bool every_rank_shares_memory(int size, int local_size, bool wanted) {
+// What this rank asks for: ProcessGroupOptions::shared_memory, unless SCRATCHGRAD_SHARED_MEMORY=0
+// turns it off (1 or unset leaves it); nothing for another value, an error once every rank knows.
+std::optional<bool> shared_memory_wanted(bool option) {
   const char* env = std::getenv("SCRATCHGRAD_SHARED_MEMORY");
-  const bool allowed = env == nullptr || std::string(env) != "0";
-  return wanted && allowed && size > 1 && local_size == size;
+  if (env == nullptr || std::strcmp(env, "") == 0 || std::strcmp(env, "1") == 0) return option;
+  if (std::strcmp(env, "0") == 0) return false;
+  return std::nullopt;
+}
+
+// Whether the ranks of `comm` use shared memory: every rank on this machine, and every rank
+// asking for it. Making the shared window is a collective, so the ranks agree first, and all of
+// them stop together if they do not: one rank with SCRATCHGRAD_SHARED_MEMORY=0 among others
+// without it used to take the other path alone, and the job crashed inside MPI.
+bool every_rank_shares_memory(MPI_Comm comm, int rank, int size, int local_size, bool option) {
+  const std::optional<bool> wanted = shared_memory_wanted(option);
+  const int mine = wanted ? static_cast<int>(*wanted) : 2;
+  std::vector<int> all(static_cast<size_t>(size));
+  const int code = MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm);
+  SG_CHECK(code == MPI_SUCCESS, "init_process_group: MPI failed: {}", mpi_error_string(code));
+  for (int r = 0; r < size; ++r) {
+    const int theirs = all[static_cast<size_t>(r)];
+    SG_CHECK(theirs != 2, "init_process_group: SCRATCHGRAD_SHARED_MEMORY must be 0 or 1, {}",
+             r == rank ? fmt::format("got '{}'", excerpt(std::getenv("SCRATCHGRAD_SHARED_MEMORY")))
+                       : fmt::format("and rank {} has another value", r));
+    SG_CHECK(theirs == all[0],
+             "init_process_group: rank 0 {} shared memory and rank {} {}: set "
+             "SCRATCHGRAD_SHARED_MEMORY (and ProcessGroupOptions::shared_memory) alike on every "
+             "rank",
+             all[0] ? "uses" : "does not use", r, theirs ? "does" : "does not");
+  }
+  return mine == 1 && size > 1 && local_size == size;
 }
 
 // The in-place divide after a summing all-reduce, on the raw memory: the tensor may be a leaf
@@ -125,9 +151,12 @@ class MpiProcessGroup final : public ProcessGroup {
     int local_size = 1;
     MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
-    // Every rank computes the same answer (the sizes and the environment mpirun gave them all).
-    if (every_rank_shares_memory(size_, local_size, options.shared_memory)) {
-      shared_ = std::make_unique<SharedMemoryCollectives>(comm_, options_.timeout);
+    try {
+      if (every_rank_shares_memory(comm_, rank_, size_, local_size, options.shared_memory))
+        shared_ = std::make_unique<SharedMemoryCollectives>(comm_, options_.timeout);
+    } catch (...) {
+      MPI_Comm_free(&comm_);  // no destructor runs for a constructor that throws
+      throw;
     }
   }
 

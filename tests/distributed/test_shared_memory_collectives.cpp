@@ -162,6 +162,26 @@ TEST(DistributedSharedMemoryTest, TheEnvironmentTurnsItOff) {
   EXPECT_EQ(t.at<double>({2}), group->world_size());
 }
 
+TEST(DistributedSharedMemoryTest, RanksThatDisagreeStopTogetherNamingTheVariable) {
+  if (default_group()->world_size() < 2) GTEST_SKIP() << "needs 2 ranks (ctest: distributed.np2)";
+  // Rank 1 alone turns it off: making the shared window is a collective that rank 1 would skip
+  // (the job crashed inside MPI); every rank now refuses, naming the variable.
+  if (default_group()->rank() == 1) setenv("SCRATCHGRAD_SHARED_MEMORY", "0", 1);
+  EXPECT_SG_ERROR(new_group({}),
+                  "init_process_group: rank 0 uses shared memory and rank 1 does not: set "
+                  "SCRATCHGRAD_SHARED_MEMORY");
+  // A value that is neither 0 nor 1, on one rank: every rank stops, that one with the value.
+  setenv("SCRATCHGRAD_SHARED_MEMORY", default_group()->rank() == 1 ? "off" : "1", 1);
+  EXPECT_SG_ERROR(new_group({}), default_group()->rank() == 1
+                                     ? "SCRATCHGRAD_SHARED_MEMORY must be 0 or 1, got 'off'"
+                                     : "SCRATCHGRAD_SHARED_MEMORY must be 0 or 1, and rank 1");
+  unsetenv("SCRATCHGRAD_SHARED_MEMORY");
+  // The group still works after both refusals.
+  Tensor t = full({2}, 1.0, TensorOptions(kFloat64));
+  new_group({})->all_reduce(t, ReduceOp::Sum);
+  EXPECT_EQ(t.at<double>({1}), default_group()->world_size());
+}
+
 TEST(DistributedSharedMemoryTest, ARankThatNeverArrivesIsATimeoutNamingTheCollective) {
   if (default_group()->world_size() < 2) GTEST_SKIP() << "needs 2 ranks (ctest: distributed.np2)";
   MPI_Comm comm = MPI_COMM_NULL;
