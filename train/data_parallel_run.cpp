@@ -165,22 +165,21 @@ int64_t DataParallelRun::gradient_bytes() const {
 std::string DataParallelRun::start_dropout_streams(uint64_t seed, bool resumed, int64_t step,
                                                    const DropoutStreams& saved, bool has_dropout) {
   const int ranks = world_size();
-  if (ranks == 1) {
-    if (resumed) default_generator().set_state(saved.global);
+  // A checkpoint of one rank keeps only `global`; one of several keeps every rank's stream.
+  const size_t saved_ranks = std::max<size_t>(saved.per_rank.size(), 1);
+  if (resumed && saved_ranks == static_cast<size_t>(ranks)) {
+    default_generator().set_state(ranks == 1 ? saved.global
+                                             : saved.per_rank[static_cast<size_t>(rank())]);
     return "";
   }
-  if (resumed && saved.per_rank.size() == static_cast<size_t>(ranks)) {
-    default_generator().set_state(saved.per_rank[static_cast<size_t>(rank())]);
-    return "";
-  }
+  if (ranks == 1 && !resumed) return "";  // the stream the program's manual_seed started
   default_generator().manual_seed(rank_seed(seed, rank(), resumed ? step : 0));
   if (!resumed || !has_dropout) return "";
   return fmt::format(
       "note: the checkpoint holds the dropout streams of {} rank{}, this run has {}: each rank's "
       "dropout starts a new stream at step {} (training goes on, but does not repeat an "
       "uninterrupted run bit for bit)",
-      std::max<size_t>(saved.per_rank.size(), 1), saved.per_rank.size() > 1 ? "s" : "", ranks,
-      step);
+      saved_ranks, saved_ranks > 1 ? "s" : "", ranks, step);
 }
 
 DropoutStreams DataParallelRun::dropout_streams() const {

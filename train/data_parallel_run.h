@@ -93,10 +93,11 @@ class DataParallelRun {
   int64_t gradient_bytes() const;
 
   // Seeds the dropout stream (the global generator, which only dropout draws from in training):
-  // alone, `saved.global` when resuming; with several ranks, each rank's saved stream when resuming
-  // a run of as many ranks, else a stream of the run's `seed`, the rank and the epoch (0, or the
-  // resumed `step`). Returns a note for people when a resumed run with dropout cannot continue the
-  // saved streams (another number of ranks), else "".
+  // resuming a run of as many ranks, each rank's saved stream (`saved.global` alone); a fresh run
+  // alone keeps the stream its program seeded; otherwise a stream of the run's `seed`, the rank
+  // and the epoch (0, or the resumed `step`), as when a run of several ranks resumes alone. Returns
+  // a note for people when a resumed run with dropout cannot continue the saved streams (another
+  // number of ranks), else "".
   std::string start_dropout_streams(uint64_t seed, bool resumed, int64_t step,
                                     const DropoutStreams& saved, bool has_dropout);
   // Every rank's dropout stream, for rank 0 to save. Collective.

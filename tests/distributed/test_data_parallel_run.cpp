@@ -37,6 +37,16 @@ TEST(DataParallelRun, AloneEveryCallIsTheIdentity) {
   const DropoutStreams saved = alone.dropout_streams();
   EXPECT_EQ(saved.global, 77u);
   EXPECT_TRUE(saved.per_rank.empty());
+  // A run of two ranks resumed alone cannot continue both streams: it starts a new one, and says
+  // so (it used to go on with rank 0's stream without a word).
+  EXPECT_EQ(
+      alone.start_dropout_streams(22, true, 10, {.global = 77, .per_rank = {77, 78}}, true),
+      "note: the checkpoint holds the dropout streams of 2 ranks, this run has 1: each rank's "
+      "dropout starts a new stream at step 10 (training goes on, but does not repeat an "
+      "uninterrupted run bit for bit)");
+  EXPECT_NE(default_generator().state(), 77u);
+  EXPECT_EQ(alone.start_dropout_streams(22, true, 10, {.global = 77, .per_rank = {77, 78}}, false),
+            "");
   // Adam's two moments per parameter, float64.
   auto adam = make_adam(model->parameters(), {.lr = 0.01}, /*zero1=*/false);
   model->zero_grad();
