@@ -118,8 +118,8 @@ inline void add_data_parallel_flags(CLI::App& cmd, DataParallelOptions& options)
 // alike, ranks started with different flags (every option of `schema`, and the run's own).
 inline void join_with_same_flags(const DataParallelOptions& parallel, const OptionSchema& schema,
                                  const TrainerOptions& options, const std::string& program) {
+  join_distributed_job_if_asked(parallel);
   if (!parallel.distributed) return;
-  join_distributed_job();
   std::vector<std::pair<std::string, std::string>> settings = schema.flag_values();
   const auto given = [](bool on) { return on ? "given" : "not given"; };
   settings.insert(settings.end(), {{"--out", options.out_dir},

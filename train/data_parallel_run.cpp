@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 #include "autograd/cpu_kernels.h"
 #include "autograd/error.h"
@@ -241,6 +244,41 @@ void join_distributed_job() {
 #endif
 }
 
+namespace {
+
+// The size and rank of the job a launcher started this process in ({1, 0} when none did): what
+// Open MPI and the PMI launchers (MPICH, Slurm) put in the environment, known before joining.
+std::pair<int, int> launched_size_and_rank() {
+  const auto read = [](std::initializer_list<const char*> names, int otherwise) {
+    for (const char* name : names) {
+      const char* value = std::getenv(name);
+      int n = 0;
+      if (value != nullptr &&
+          std::from_chars(value, value + std::strlen(value), n).ec == std::errc())
+        return n;
+    }
+    return otherwise;
+  };
+  return {read({"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1),
+          read({"OMPI_COMM_WORLD_RANK", "PMI_RANK"}, 0)};
+}
+
+}  // namespace
+
+void join_distributed_job_if_asked(const DataParallelOptions& options) {
+  if (options.distributed) {
+    join_distributed_job();
+    return;
+  }
+  const int size = launched_size_and_rank().first;
+  if (size > 1) {
+    throw FailsOnEveryRank(fmt::format(
+        "mpirun started {} processes, but without --distributed each would train a whole run "
+        "alone, into the same --out: add --distributed (or start one process)",
+        size));
+  }
+}
+
 int distributed_rank() {
 #if SG_TRAIN_DISTRIBUTED
   if (distributed::is_initialized()) return distributed::default_group()->rank();
@@ -294,7 +332,10 @@ bool failed_alike_on_every_rank(const std::exception& error) {
 
 int report_error(const std::exception& error, const std::string& program) {
   if (failed_alike_on_every_rank(error)) {
-    if (distributed_rank() == 0) fmt::print(stderr, "{}: error: {}\n", program, error.what());
+    // Before joining (or without --distributed), the rank the launcher gave this process.
+    const int rank =
+        distributed_world_size() > 1 ? distributed_rank() : launched_size_and_rank().second;
+    if (rank == 0) fmt::print(stderr, "{}: error: {}\n", program, error.what());
     return 1;
   }
   if (distributed_world_size() > 1) {

@@ -127,6 +127,10 @@ int distributed_rank();
 int distributed_world_size();
 int distributed_local_rank();
 [[noreturn]] void abort_distributed_job(int exit_code);
+// A training program's first step: with `options.distributed`, joins the job; without it, refuses
+// (alike on every process) a process that mpirun started as one of several, naming --distributed:
+// each would train a whole run alone, into the same --out.
+void join_distributed_job_if_asked(const DataParallelOptions& options);
 
 // Refuses, on every rank alike, ranks started with different settings: `settings` are (flag,
 // value) pairs of what decides what the ranks do together; the CPU kernels (--kernels or

@@ -242,13 +242,20 @@ struct Trainer::Loop {
   }
 
   // The task's input files as the run read them; on --resume, the same contents or an error.
+  // Each input file's digest, for a resume to compare; with several ranks, compared between them
+  // now (every rank reads its own copy: ranks given other data trained on a mix, unnoticed).
   void digest_inputs() {
+    std::vector<std::pair<std::string, std::string>> contents;
     for (const NamedPath& input : task.input_files()) {
       std::ifstream in(input.path, std::ios::binary);
       SG_CHECK(in.good(), "{}: cannot read {}", input.flag, input.path);
       const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
       input_digests[input.flag] = fmt::format("{:016x}", data::fnv1a64(bytes));
+      contents.emplace_back(input.flag, fmt::format("a file of {} bytes, digest {}", bytes.size(),
+                                                    input_digests[input.flag].get<std::string>()));
     }
+    if (ranks.world_size() > 1 && !contents.empty())
+      check_same_settings_on_every_rank(std::move(contents), "the training loop's inputs");
   }
   void check_same_inputs(const Checkpoint& last) const {
     const auto saved = last.metadata.find("input_files");

@@ -46,10 +46,8 @@ std::string join(const std::vector<int64_t>& tokens) {
 int run_train(const Config& config, const TrainOptions& options) {
   // With --distributed every rank trains, and rank 0 alone prints, evaluates and writes; ranks
   // started with different settings stop before anything is printed (train() checks it too).
-  if (options.parallel.distributed) {
-    sg::train::join_distributed_job();
-    check_same_settings_on_every_rank(config, options);
-  }
+  sg::train::join_distributed_job_if_asked(options.parallel);
+  if (options.parallel.distributed) check_same_settings_on_every_rank(config, options);
   const bool rank0 = !options.parallel.distributed || sg::train::distributed_rank() == 0;
   // Which kernels run: the device, and on the CPU the reference or the fast backend.
   const std::string backend =

@@ -3,6 +3,9 @@
 // stream per rank saved and restored, ZeRO-1's shards, and the dropout streams' metadata.
 #include "train/data_parallel_run.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "distributed/process_group.h"
 #include "tests/distributed/small_mlp.h"
 
@@ -11,6 +14,29 @@ namespace {
 
 using namespace sg::testing::small_mlp;
 using sg::testing::tensors_equal;
+
+TEST(DataParallelRun, ProcessesMpirunStartedWithoutDistributedAreRefused) {
+  // `mpirun -np 3 copy_task train` without --distributed: three whole runs into one --out, one of
+  // them failing on the others' files. The launcher's environment says so before any joining.
+  const char* size_before = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const std::string kept = size_before ? size_before : "";
+  setenv("OMPI_COMM_WORLD_SIZE", "3", 1);
+  try {
+    join_distributed_job_if_asked({});
+    ADD_FAILURE() << "no error";
+  } catch (const FailsOnEveryRank& e) {
+    EXPECT_STREQ(e.what(),
+                 "mpirun started 3 processes, but without --distributed each would train a whole "
+                 "run alone, into the same --out: add --distributed (or start one process)");
+  }
+  setenv("OMPI_COMM_WORLD_SIZE", "1", 1);
+  EXPECT_NO_THROW(join_distributed_job_if_asked({}));
+  if (size_before) {
+    setenv("OMPI_COMM_WORLD_SIZE", kept.c_str(), 1);
+  } else {
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+  }
+}
 
 TEST(DataParallelRun, AloneEveryCallIsTheIdentity) {
   auto model = make_model(3);

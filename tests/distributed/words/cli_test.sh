@@ -3,8 +3,9 @@
 #   1. two ranks train, rank 0 alone prints and writes, the metrics say 2 ranks;
 #   2. a run stopped at step 20 and resumed ends with the loss of an uninterrupted one, to the last
 #      digit (each rank's dropout stream is saved and restored);
-#   3. ranks started with a different --d-model are refused at once, naming the flag and each
-#      rank's value; a --batch that does not split over the ranks is refused by name.
+#   3. ranks started with a different --d-model or another dictionary are refused at once, naming
+#      the flag and each rank's value; a --batch that does not split over the ranks is refused by
+#      name, and so are processes mpirun started without --distributed.
 # Usage: cli_test.sh <words binary> <mpirun> <dictionary>
 set -euo pipefail
 words=$1
@@ -53,4 +54,21 @@ timeout 60 "$mpirun" -np 2 --oversubscribe "$words" train --distributed --data "
 [[ $(grep -c -- "--batch: a batch of 15 does not split evenly over 2 ranks" "$dir/err") -eq 1 ]] ||
   { cat "$dir/err"; fail "--batch 15 is not refused by name, once"; }
 grep -q "error on rank" "$dir/err" && { cat "$dir/err"; fail "--batch 15 ended the job as one rank's error"; }
-echo "ok: refused: another --d-model on rank 1, and --batch 15 on 2 ranks"
+# Another dictionary on rank 1 (each rank reads its own copy): it trained on a mix, unnoticed.
+head -n 300 "$dict" >"$dir/other.dict"
+status=0
+timeout 60 "$mpirun" -np 2 --oversubscribe "${by_rank[@]}" --data "$dict" "$dir/other.dict" \
+  "$words" train --distributed --steps 5 --warmup 1 --quiet --out "$dir/data" \
+  >"$dir/out" 2>"$dir/err" || status=$?
+[[ $status -ne 0 && $status -ne 124 ]] || { cat "$dir/err"; fail "another --data: status $status"; }
+grep -qF -- "--data is 'a file of" "$dir/err" && grep -qF "on rank 1" "$dir/err" ||
+  { cat "$dir/err"; fail "another --data on rank 1 is not refused by name"; }
+[[ ! -e $dir/data/last.safetensors ]] || fail "ranks with other dictionaries trained"
+# Started by mpirun without --distributed: two whole runs into one --out.
+status=0
+timeout 60 "$mpirun" -np 2 --oversubscribe "$words" train --data "$dict" --steps 5 --warmup 1 \
+  --quiet --out "$dir/alone" >"$dir/out" 2>"$dir/err" || status=$?
+[[ $status -ne 0 && $status -ne 124 ]] || { cat "$dir/err"; fail "no --distributed: status $status"; }
+[[ $(grep -c "mpirun started 2 processes, but without --distributed" "$dir/err") -eq 1 ]] ||
+  { cat "$dir/err"; fail "mpirun without --distributed is not refused once"; }
+echo "ok: refused: another --d-model or --data on rank 1, --batch 15 on 2 ranks, no --distributed"
