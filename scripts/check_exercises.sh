@@ -9,7 +9,8 @@
 # relinks the test programs, so an existing build (CI passes BUILD_DIR=build, already built)
 # costs seconds per exercise; the script then sets it back to SCRATCHGRAD_EXERCISES="" and
 # relinks. Without BUILD_DIR, build-exercises/ is configured (Release, -Werror, no examples).
-# The learner's exercises/ is never touched; the stubs go to <build dir>/exercises.
+# The learner's exercises/ is never touched (a BUILD_DIR whose exercises/ is the learner's folder,
+# or a folder the script did not make, is refused); the stubs go to <build dir>/exercises.
 #   bash scripts/check_exercises.sh [NN.name ...]     # all exercises, or only those named
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,6 +19,26 @@ source scripts/env.sh
 build_dir=${BUILD_DIR:-build-exercises}
 python=${PYTHON:-python3}
 exercises_dir=$(realpath -m "$build_dir/exercises")
+# The stubs' folder is emptied at every step: never the learner's (BUILD_DIR=. made it exercises/),
+# and never a folder this script did not make (it leaves a mark in the ones it makes).
+learner_dir=$(realpath -m "${EXERCISES_DIR:-exercises}")
+mark=.made-by-check_exercises
+if [[ $exercises_dir == "$learner_dir" ]]; then
+  echo "check_exercises: BUILD_DIR=$build_dir would put the stubs in $exercises_dir, the learner's" \
+    "exercises folder, and empty it at every step; choose another BUILD_DIR" >&2
+  exit 2
+fi
+if [[ -e $exercises_dir && ! -e $exercises_dir/$mark ]]; then
+  echo "check_exercises: $exercises_dir exists and was not made by this script; it would empty" \
+    "it at every step: move it away or choose another BUILD_DIR" >&2
+  exit 2
+fi
+# A fresh folder of stubs for `start`'s arguments, marked as this script's.
+start_stubs() {
+  rm -rf "$exercises_dir"
+  "$python" scripts/exercises.py start "$@" --dir "$exercises_dir" > /dev/null
+  touch "$exercises_dir/$mark"
+}
 launcher=()
 command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
@@ -71,8 +92,7 @@ start_all=$SECONDS
 for id in "${ids[@]}"; do
   chapter=${id%%.*}
   started=$SECONDS
-  rm -rf "$exercises_dir"
-  "$python" scripts/exercises.py start "$id" --dir "$exercises_dir" > /dev/null
+  start_stubs "$id"
   configure "$id"
   build "$id"
   if run_chapter "$chapter"; then
@@ -91,8 +111,7 @@ done
 # Every exercise at once, each file holding the library's own solution.
 started=$SECONDS
 selection=$(IFS=','; echo "${ids[*]}")
-rm -rf "$exercises_dir"
-"$python" scripts/exercises.py start "$selection" --dir "$exercises_dir" --solutions > /dev/null
+start_stubs "$selection" --solutions
 configure "$selection"
 build "the solutions"
 chapters=$(printf '%s\n' "${ids[@]}" | cut -d. -f1 | sort -u | paste -sd'|')

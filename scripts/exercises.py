@@ -305,6 +305,18 @@ def cpp_string(text):
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def check_folder(directory):
+    """The learner's folder is named in an #include of the spliced library files, where a C++
+    header name cannot hold a double quote, a backslash or a control character: refused up front
+    (the build failed later with a confusing compiler error)."""
+    path = str(pathlib.Path(directory).resolve())
+    bad = sorted({c for c in path if c in '"\\' or ord(c) < 32 or ord(c) == 127})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad)
+        raise SystemExit(f"exercises: the folder {path!r} has {shown} in its path, which an "
+                         "#include cannot name (EXERCISES_DIR chooses another folder)")
+
+
 def cmd_list(args):
     for e in select(args.chapter) if args.chapter else EXERCISES:
         print(f"{e.id:32} {e.path}")
@@ -312,6 +324,7 @@ def cmd_list(args):
 
 
 def cmd_start(args):
+    check_folder(args.dir)
     for e in select(args.selection):
         target = learner_file(args.dir, e)
         if target.exists() and not args.force:
@@ -335,6 +348,7 @@ def cmd_sources(args):
 
 def cmd_splice(args):
     """Writes a copy of args.file whose selected regions #include the learner's files."""
+    check_folder(args.dir)
     chosen = [e for e in select(args.selection) if e.path == args.file]
     lines = read_lines(args.file)
     source = (ROOT / args.file).as_posix()
@@ -352,7 +366,7 @@ def cmd_splice(args):
         '#pragma GCC diagnostic ignored "-Wunused-function"',
         '#pragma GCC diagnostic ignored "-Wunused-lambda-capture"',
         '#pragma GCC diagnostic ignored "-Wunused-local-typedefs"',
-        f'#line 1 "{source}"',
+        f"#line 1 {cpp_string(source)}",
     ]
     position = 0
     for (start, end), e in regions:
@@ -363,7 +377,7 @@ def cmd_splice(args):
                 f"exercises: {learner} is missing: run `bash scripts/exercise.sh start {e.chapter}`"
             )
         out.append(f'#include "{learner.as_posix()}"')
-        out.append(f'#line {end + 1} "{source}"')
+        out.append(f"#line {end + 1} {cpp_string(source)}")
         position = end
     out += lines[position:]
     text = "\n".join(out) + "\n"

@@ -96,6 +96,23 @@ expect_refusal "unknown argument '--no-configur'" start 06 --no-configur
 expect_refusal "unknown argument '--no-configur'" reset 06 --no-configur
 EXERCISES_DIR=/proc/no-such-folder expect_refusal \
   "cannot write /proc/no-such-folder/06/" start 06 --no-configure
+# The folder is named in an #include of the spliced library files.
+EXERCISES_DIR="$tmp/we\"ird" expect_refusal "which an #include cannot name" start 06 --no-configure
+
+# check_exercises.sh empties its stubs' folder at every step: it refuses the learner's folder as
+# that (BUILD_DIR=. made it exercises/, and the learner's files were lost), and any folder it did
+# not make. Both refusals come before anything is configured or written.
+mkdir -p "$tmp/exercises/01" "$tmp/build/exercises"
+echo '// my work' > "$tmp/exercises/01/keep.cpp"
+status=0
+out=$(BUILD_DIR=$tmp bash scripts/check_exercises.sh 01.transpose 2>&1) || status=$?
+[[ $status -eq 2 && $out == *"the learner's exercises folder"* ]] ||
+  fail "check_exercises with BUILD_DIR holding the learner's folder: status $status: $out"
+[[ $(cat "$tmp/exercises/01/keep.cpp") == "// my work" ]] || fail "the learner's file was touched"
+status=0
+out=$(BUILD_DIR=$tmp/build bash scripts/check_exercises.sh 01.transpose 2>&1) || status=$?
+[[ $status -eq 2 && $out == *"was not made by this script"* ]] ||
+  fail "check_exercises over a folder it did not make: status $status: $out"
 
 # A selection that names nothing is refused with the list of chapters.
 if out=$("$python" scripts/exercises.py sources 99 2>&1); then fail "selection 99 was accepted"; fi
