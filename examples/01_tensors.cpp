@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "autograd/autograd.h"
+#include "example_args.h"
 
 namespace {
 
@@ -26,7 +27,8 @@ void describe(const char* name, const sg::Tensor& t) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  example::parse_args(argc, argv);  // no options of its own: refuses typos
   fmt::print("== 1. Storage + shape + strides + offset\n");
   sg::Tensor x = sg::arange(12, sg::kFloat32).view({3, 4});  // 0..11 as 3 rows of 4
   fmt::print("x =\n{}\n", x);

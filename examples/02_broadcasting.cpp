@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "autograd/autograd.h"
+#include "example_args.h"
 
 namespace {
 
@@ -30,7 +31,8 @@ double max_diff(const sg::Tensor& a, const sg::Tensor& b) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  example::parse_args(argc, argv);  // no options of its own: refuses typos
   fmt::print("== 1. The broadcasting rule\n");
   sg::Tensor col = sg::tensor({{0}, {10}, {20}});  // [3, 1]
   sg::Tensor row = sg::tensor({1, 2, 3, 4});       // [4]

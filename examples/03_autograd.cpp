@@ -10,11 +10,9 @@
 // Test: ctest --test-dir build -L ch03
 #include <fmt/format.h>
 
-#include <fstream>
-#include <string_view>
-
 #include "autograd/autograd.h"
 #include "autograd/graphviz.h"
+#include "example_args.h"
 
 namespace {
 
@@ -119,7 +117,7 @@ void export_the_graph(const std::string& out_dir) {
   sg::Tensor r = ((p * q + p).tanh()).sum();  // p is used twice: two arrows reach it
   std::string dot = sg::to_dot(r, {{"p", p}, {"q", q}});
   std::string path = out_dir + "/03_autograd_graph.dot";
-  std::ofstream(path) << dot;
+  example::write_text(path, dot);
   fmt::print("{}wrote {}; draw it with: dot -Tsvg {} -o graph.svg\n", dot, path, path);
   check(dot.find("tanh") != std::string::npos && dot.find("label=\"q") != std::string::npos,
         "the DOT text names the ops and the leaves");
@@ -163,7 +161,7 @@ void gradients_of_gradients(const std::string& out_dir) {
   sg::Tensor ds = sg::autograd::grad({(s * s * s).sum()}, {s}, {}, std::nullopt, true)[0];
   std::string grad_dot = sg::to_dot(ds, {{"x", s}});
   std::string grad_path = out_dir + "/03_autograd_grad_graph.dot";
-  std::ofstream(grad_path) << grad_dot;
+  example::write_text(grad_path, grad_dot);
   fmt::print("{}wrote {}\n", grad_dot, grad_path);
   check(grad_dot.find("mul") != std::string::npos && ds.grad_fn() != nullptr,
         "the gradient has a graph of its own");
@@ -172,10 +170,7 @@ void gradients_of_gradients(const std::string& out_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out_dir = ".";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];
-  }
+  const std::string out_dir = example::parse_args(argc, argv).out_dir;
 
   first_derivatives();
   gradcheck_finds_a_wrong_backward();

@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "example_args.h"
 
 namespace {
 
@@ -139,7 +139,7 @@ void matmul_gradients() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool quick = example::parse_args(argc, argv).quick;
 
   what_matmul_computes();
   why_blas(quick);

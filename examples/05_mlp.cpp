@@ -10,8 +10,8 @@
 
 #include <cmath>
 #include <numbers>
-#include <string_view>
 
+#include "example_args.h"
 #include "nn/nn.h"
 
 namespace {
@@ -62,7 +62,7 @@ void report(const char* name, const std::vector<double>& losses) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  const bool quick = example::parse_args(argc, argv).quick;
   const int steps = quick ? 200 : 1000;
 
   fmt::print("== 1. A Sequential MLP, its module tree and its named parameters\n");

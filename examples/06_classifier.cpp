@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <string_view>
 
+#include "example_args.h"
 #include "nn/nn.h"
 
 namespace {
@@ -150,7 +150,7 @@ void train_a_classifier(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  const bool quick = example::parse_args(argc, argv).quick;
   sg::manual_seed(0);  // the same random numbers (data and weights) on every run
 
   softmax_and_cross_entropy();

@@ -13,8 +13,8 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <string_view>
 
+#include "example_args.h"
 #include "nn/nn.h"
 
 namespace {
@@ -62,10 +62,10 @@ void write_heatmaps(const std::string& out_dir, const sg::Tensor& pad_mask,
   sg::Tensor both = sg::logical_and(pad_mask, causal);  // [2, 1, 5, 5]: a decoder's target mask
   const std::string mask_path = out_dir + "/07_attention_mask.svg";
   const std::string weights_path = out_dir + "/07_attention_weights.svg";
-  std::ofstream(mask_path) << heatmap_svg("padding AND causal, sequence 1",
-                                          both.select(0, 1).select(0, 0));
-  std::ofstream(weights_path) << heatmap_svg("causal attention weights",
-                                             wc.select(0, 0).select(0, 0));
+  example::write_text(
+      mask_path, heatmap_svg("padding AND causal, sequence 1", both.select(0, 1).select(0, 0)));
+  example::write_text(weights_path,
+                      heatmap_svg("causal attention weights", wc.select(0, 0).select(0, 0)));
   std::ifstream written(weights_path);
   std::string first_line;
   std::getline(written, first_line);
@@ -76,10 +76,7 @@ void write_heatmaps(const std::string& out_dir, const sg::Tensor& pad_mask,
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out_dir = ".";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];
-  }
+  const std::string out_dir = example::parse_args(argc, argv).out_dir;
 
   fmt::print("== 1. By hand: one-hot keys, Dh = 4, so scores are q_j / sqrt(4) = q_j / 2\n");
   const double ln3 = std::log(3.0);

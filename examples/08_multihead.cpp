@@ -11,6 +11,7 @@
 #include <cmath>
 #include <string>
 
+#include "example_args.h"
 #include "nn/nn.h"
 
 namespace {
@@ -34,7 +35,8 @@ void line(const char* code, const sg::Tensor& t, const char* meaning = "") {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  example::parse_args(argc, argv);  // no options of its own: refuses typos
   fmt::print("== 1. MultiheadAttention(d_model = 8, heads = 2): head_dim = 4\n");
   sg::manual_seed(0);
   sg::nn::MultiheadAttention mha(/*d_model=*/8, /*heads=*/2);

@@ -9,6 +9,7 @@
 // Run: ./build/examples/09_block          Test: ctest --test-dir build -L ch09
 #include <fmt/format.h>
 
+#include "example_args.h"
 #include "nn/nn.h"
 
 namespace {
@@ -69,7 +70,8 @@ void dropout_on_and_off(const sg::nn::TransformerOptions& o, const sg::Tensor& x
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  example::parse_args(argc, argv);  // no options of its own: refuses typos
   sg::manual_seed(0);
   sg::NoGradGuard no_grad;                      // this chapter only looks at forward passes
   sg::Tensor x = sg::randn({2, 5, 8}) * 3 + 1;  // [B, T, D], deliberately not normalised

@@ -12,8 +12,8 @@
 
 #include <cmath>
 #include <fstream>
-#include <string_view>
 
+#include "example_args.h"
 #include "nn/nn.h"
 
 namespace {
@@ -101,7 +101,7 @@ void draw_the_table(const std::string& out_dir) {
   fmt::print("\n== 5. The table as a picture (positions down, dims across)\n");
   sg::nn::SinusoidalPositionalEncoding wide(/*d_model=*/64, /*max_len=*/100);
   const std::string path = out_dir + "/10_positions_sinusoidal.svg";
-  std::ofstream(path) << heatmap_svg("sinusoidal PE: 100 positions x 64 dims", wide.pe, 6);
+  example::write_text(path, heatmap_svg("sinusoidal PE: 100 positions x 64 dims", wide.pe, 6));
   fmt::print("  wrote {}: fast stripes on the left (high frequencies), slow on the right\n", path);
   check(std::ifstream(path).good(), "the heatmap file exists");
 }
@@ -109,10 +109,7 @@ void draw_the_table(const std::string& out_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out_dir = ".";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string_view(argv[i]) == "--out") out_dir = argv[i + 1];
-  }
+  const std::string out_dir = example::parse_args(argc, argv).out_dir;
   sg::manual_seed(0);
   sg::NoGradGuard no_grad;
 

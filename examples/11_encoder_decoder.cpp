@@ -9,8 +9,7 @@
 // Run: ./build/examples/11_encoder_decoder [--quick]   Test: ctest --test-dir build -L ch11
 #include <fmt/format.h>
 
-#include <string_view>
-
+#include "example_args.h"
 #include "nn/nn.h"
 
 namespace {
@@ -72,7 +71,7 @@ void a_few_training_steps(sg::nn::Transformer& model, const sg::nn::TransformerO
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string_view(argv[1]) == "--quick";
+  const bool quick = example::parse_args(argc, argv).quick;
   sg::manual_seed(0);
 
   fmt::print("== 1. A small Transformer: 2 encoder and 2 decoder layers, d_model 32\n");
