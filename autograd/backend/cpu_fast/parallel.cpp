@@ -14,6 +14,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace sg::cpu {
 
 namespace {
@@ -61,7 +65,10 @@ int64_t watch_microseconds() {
 // its own chunks takes the others' from their far end; a worker that has not woken costs nothing.
 class Pool {
  public:
-  explicit Pool(int threads) : ranges_(static_cast<size_t>(threads)) {
+  // With more threads than CPUs, a worker watching for the next job holds a CPU that a thread
+  // with work needs (256 threads on 2 CPUs made a step 500 times slower): watchers yield theirs.
+  explicit Pool(int threads)
+      : ranges_(static_cast<size_t>(threads)), oversubscribed_(threads > available_cpus()) {
     try {
       for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
     } catch (const std::system_error& e) {
@@ -197,7 +204,11 @@ class Pool {
     do {
       for (int i = 0; i < 64; ++i) {
         if (ready()) return true;
-        pause_briefly();
+        if (oversubscribed_) {
+          std::this_thread::yield();
+        } else {
+          pause_briefly();
+        }
       }
     } while (std::chrono::steady_clock::now() < deadline);
     return ready();
@@ -215,15 +226,25 @@ class Pool {
   std::atomic<uint64_t> generation_{0};  // jobs posted so far
   std::atomic<bool> quiet_{false};
   std::chrono::microseconds watch_{watch_microseconds()};
+  bool oversubscribed_;
   bool open_ = false, stop_ = false;
 };
 
 }  // namespace
 
+// A container or `taskset` may give the process fewer CPUs than the machine has.
+int available_cpus() {
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 int default_num_threads() {
   const char* env = std::getenv("SCRATCHGRAD_NUM_THREADS");
   if (env != nullptr && *env != '\0') return parse_thread_count(env, "SCRATCHGRAD_NUM_THREADS");
-  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxThreads);
+  return std::clamp(available_cpus(), 1, kMaxThreads);
 }
 
 namespace {

@@ -63,10 +63,14 @@ int num_threads();
 void set_num_threads(int threads);
 
 // The pool's size until set_num_threads: SCRATCHGRAD_NUM_THREADS if set (empty counts as unset),
-// else one thread per core. A bad value is an error naming the variable. The pool reads it on
-// first use, which the reference kernels never make: a program that takes the variable reads it
-// up front, so that a typo is reported whichever kernels run.
+// else one thread per CPU this process may run on (its affinity mask: a container or `taskset`
+// may allow fewer than the machine has). More threads than CPUs are allowed, but their workers
+// then sleep between jobs instead of watching for the next one. A bad value is an error naming the
+// variable. The pool reads it on first use, which the reference kernels never make: a program that
+// takes the variable reads it up front, so that a typo is reported whichever kernels run.
 int default_num_threads();
+// The CPUs this process may run on: its affinity mask on Linux, else the hardware threads.
+int available_cpus();
 
 // The most threads set_num_threads, SCRATCHGRAD_NUM_THREADS and set_blas_threads accept. More is
 // a typing mistake on any machine this library runs on, and not a harmless one: each thread

@@ -3,6 +3,7 @@
 // the kernels that use the pool give the same numbers with one thread as with several.
 #include "autograd/backend/cpu_fast/parallel.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -328,9 +330,8 @@ TEST(BackendParallelThreads, TheDefaultComesFromTheEnvironmentReadStrictly) {
       before == nullptr ? std::nullopt : std::optional<std::string>(before);
   ::setenv("SCRATCHGRAD_NUM_THREADS", "3", 1);
   EXPECT_EQ(cpu::default_num_threads(), 3);
-  ::setenv("SCRATCHGRAD_NUM_THREADS", "", 1);  // empty: unset, one thread per core
-  EXPECT_EQ(cpu::default_num_threads(),
-            std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, cpu::kMaxThreads));
+  ::setenv("SCRATCHGRAD_NUM_THREADS", "", 1);  // empty: unset, one thread per CPU it may use
+  EXPECT_EQ(cpu::default_num_threads(), std::clamp(cpu::available_cpus(), 1, cpu::kMaxThreads));
   ::setenv("SCRATCHGRAD_NUM_THREADS", "abc", 1);
   EXPECT_SG_ERROR(cpu::default_num_threads(),
                   "SCRATCHGRAD_NUM_THREADS: expected a whole number of threads from 1 to 1024, "
@@ -340,6 +341,46 @@ TEST(BackendParallelThreads, TheDefaultComesFromTheEnvironmentReadStrictly) {
   } else {
     ::unsetenv("SCRATCHGRAD_NUM_THREADS");
   }
+}
+
+// The CPUs the process may run on, not the machine's: a container or `taskset -c 0` gives it one.
+TEST(BackendParallelThreads, TheCpusAreThoseTheProcessMayRunOn) {
+  const int all = cpu::available_cpus();
+  EXPECT_GE(all, 1);
+  EXPECT_LE(all, std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &before)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // this thread only
+  EXPECT_EQ(cpu::available_cpus(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(before), &before), 0);
+  EXPECT_EQ(cpu::available_cpus(), all);
+}
+
+// More threads than CPUs: a worker watching for the next job held a CPU that a thread with work
+// needed, and 256 threads on 2 CPUs made the copy task's tiny step 1.8 s instead of 3 ms. The
+// watchers now yield their CPU when the pool has more threads than the process has CPUs.
+TEST(BackendParallelThreads, MoreThreadsThanCpusStillRunJobsPromptly) {
+  const int before = cpu::num_threads();
+  const int threads = std::min(cpu::kMaxThreads, 128 * cpu::available_cpus());
+  cpu::set_num_threads(threads);
+  std::atomic<int64_t> visited{0};
+  const auto start = std::chrono::steady_clock::now();
+  for (int job = 0; job < 200; ++job) {
+    cpu::parallel_for(4096, 1, [&](int64_t lo, int64_t hi) { visited += hi - lo; });
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  cpu::set_num_threads(before);
+  EXPECT_EQ(visited.load(), 200 * 4096);
+  EXPECT_LT(seconds, 2.0) << threads << " threads took " << seconds << " s for 200 small jobs";
 }
 
 TEST(BackendParallelThreads, SetNumThreadsAndSetBlasThreadsRefuseCountsOutOfRange) {
