@@ -19,7 +19,6 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "attention_plots.h"
 #include "autograd/anomaly.h"
@@ -197,7 +196,7 @@ int start_training(TrainArgs& a) {
   // on one), the reference kernels leave products to OpenBLAS's. OpenBLAS gets at most one
   // thread per core: its threads spin, and each takes a buffer of tens of MB (256 of them
   // exhausted a 4 GiB address space, and OpenBLAS hung in its out-of-memory path).
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cores = sg::cpu::available_cpus();
   sg::set_blas_threads(std::min(a.threads.value_or(2), cores));
   // Resolved now, not on the pool's first use: a bad SCRATCHGRAD_NUM_THREADS is an error
   // on the reference kernels too, which never start the pool.

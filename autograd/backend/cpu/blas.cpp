@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
-#include <thread>
 
 #include "autograd/backend/cpu/blas_library.h"
 #include "autograd/backend/cpu_fast/parallel.h"
@@ -62,8 +61,7 @@ namespace {
 [[maybe_unused]] const bool blis_threads_chosen = [] {
   if (std::getenv("BLIS_NUM_THREADS") != nullptr) return false;
   const int threads = threads_from_environment();
-  bli_thread_set_num_threads(threads >= 1 ? threads
-                                          : static_cast<int>(std::thread::hardware_concurrency()));
+  bli_thread_set_num_threads(threads >= 1 ? threads : cpu::available_cpus());
   return true;
 }();
 }  // namespace
