@@ -104,11 +104,15 @@ std::pair<Tensor, Tensor> fused_attention(const Tensor& q, const Tensor& k, cons
               },
               {q_, k_, v_}, g);
         }
+        // The kernels read each head's rows with the head dim contiguous; a gradient that is not
+        // (sum()'s, expanded with stride 0) is copied into that layout first.
+        const Tensor grad = g.stride(3) == 1 ? g : g.contiguous();
         Tensor dq = empty({B, T, H, Dh}, g.options()).transpose(1, 2);
         Tensor dk = empty({B, S, H, Dh}, g.options()).transpose(1, 2);
         Tensor dv = empty({B, S, H, Dv}, g.options()).transpose(1, 2);
-        const bool done = backend_for(g.device())
-                              .attention_backward(g, q_, k_, v_, p_, scale, dq, dk, dv, bfloat16);
+        const bool done =
+            backend_for(g.device())
+                .attention_backward(grad, q_, k_, v_, p_, scale, dq, dk, dv, bfloat16);
         SG_CHECK(done, "fused_attention: the backend ran the forward but not the backward");
         profiler::count_flops(2.0 * product_flops);
         return Grads{dq, dk, dv};

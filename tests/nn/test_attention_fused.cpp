@@ -88,6 +88,24 @@ TEST(AttentionFused, MatchesTheCompositionWithoutAMask) {
   check_against_composition({3, 1, 1, 1, 1, 1, Tensor()});
 }
 
+// sum()'s gradient is one value expanded with stride 0: the kernels read a head's rows with the
+// head dim contiguous, so the backward failed ("the backend ran the forward but not the
+// backward") for out.sum().backward() on the fast kernels, short or up to 64 keys.
+TEST(AttentionFused, AGradientThatIsNotContiguousIsTakenToo) {
+  for (const int64_t S : {3, 40}) {
+    SCOPED_TRACE(fmt::format("S {}", S));
+    Tensor q = randn({1, 2, 3, 4}).requires_grad_(true);
+    const Tensor k = randn({1, 2, S, 4}), v = randn({1, 2, S, 4});
+    auto [out, weights] = fused_attention(q, k, v, Tensor(), 0.5);
+    out.sum().backward();
+    Tensor qd = q.detach().to(kFloat64).requires_grad_(true);
+    nn::AttentionOutput ref = nn::scaled_dot_product_attention(
+        qd * (0.5 * 2.0), k.to(kFloat64), v.to(kFloat64), Tensor(), 0.0, false);
+    ref.output.sum().backward();
+    EXPECT_TRUE(testing::tensors_near(q.grad().to(kFloat64), qd.grad(), 1e-5, 1e-4));
+  }
+}
+
 TEST(AttentionFused, MatchesTheCompositionWithPaddingAndCausalMasks) {
   CpuKernelsGuard fast(CpuKernels::Fast);  // the fast kernels, whatever SCRATCHGRAD_KERNELS says
   SG_SKIP_WITHOUT_SHORT_ATTENTION();
