@@ -53,16 +53,19 @@ std::vector<std::vector<int64_t>> generate_in_batches(
            "generate_in_batches: beam_size must be in [1, {}], got {}",
            BeamSearchOptions::kMaxBeamSize, beam.beam_size);
   std::vector<std::vector<int64_t>> out;
-  for_each_batch("generate_in_batches", sources, options, batch_size, device,
-                 [&](size_t, const Tensor& src) {
-                   if (beam.beam_size == 1) {
-                     for (auto& tokens : greedy_search(model, src, options))
-                       out.push_back(std::move(tokens));
-                   } else {
-                     for (auto& best : beam_search(model, src, options, beam))
-                       out.push_back(std::move(best.front().tokens));
-                   }
-                 });
+  for_each_batch(
+      "generate_in_batches", sources, options, batch_size, device, [&](size_t, const Tensor& src) {
+        if (beam.beam_size == 1) {
+          for (auto& tokens : greedy_search(model, src, options)) out.push_back(std::move(tokens));
+        } else {
+          for (auto& best : beam_search(model, src, options, beam)) {
+            // A beam keeps at least one hypothesis while a token is allowed at
+            // every step (forbid_tokens refuses options that allow none).
+            SG_CHECK(!best.empty(), "generate_in_batches: beam search found no hypothesis");
+            out.push_back(std::move(best.front().tokens));
+          }
+        }
+      });
   return out;
 }
 

@@ -6,6 +6,8 @@
 #include <limits>
 #include <random>
 
+#include <fmt/ranges.h>
+
 #include "autograd/error.h"
 #include "autograd/factory.h"
 #include "autograd/grad_mode.h"
@@ -59,11 +61,26 @@ void forbid_tokens(std::vector<double>& log_probs, int64_t V, int64_t t,
                    const GenerationOptions& o) {
   const bool no_eos = o.eos >= 0 && t < o.min_length;
   const bool only_eos = o.force_eos_at_max_length && t == o.max_length - 1;
-  if (o.suppress.empty() && !no_eos && !only_eos) return;
   for (int64_t token : o.suppress) {
     SG_CHECK(token < V, "generation: suppress holds {}, outside the vocabulary of {}", token, V);
   }
   SG_CHECK(o.eos < V, "generation: eos {} is outside the vocabulary of {}", o.eos, V);
+  // Something must be left to choose: with every token forbidden, greedy search chose a
+  // suppressed one (or -1), and beam search found no hypothesis at all.
+  std::vector<bool> forbidden(static_cast<size_t>(V), false);
+  if (o.pad >= 0 && o.pad < V) forbidden[static_cast<size_t>(o.pad)] = true;
+  for (int64_t token : o.suppress) forbidden[static_cast<size_t>(token)] = true;
+  if (no_eos) forbidden[static_cast<size_t>(o.eos)] = true;
+  const bool eos_left = o.eos >= 0 && !forbidden[static_cast<size_t>(o.eos)];
+  SG_CHECK(
+      only_eos ? eos_left : std::find(forbidden.begin(), forbidden.end(), false) != forbidden.end(),
+      "generation: at step {} every token of the vocabulary of {} is forbidden (pad {}, "
+      "suppress [{}], eos {}{}); allow at least one",
+      t, V, o.pad, fmt::join(o.suppress, ", "), o.eos,
+      only_eos ? ", and only eos may end at max_length"
+      : no_eos ? " before min_length"
+               : "");
+  if (o.suppress.empty() && !no_eos && !only_eos) return;
   for (size_t first = 0; first < log_probs.size(); first += static_cast<size_t>(V)) {
     double* row = log_probs.data() + first;
     if (only_eos) {

@@ -144,6 +144,25 @@ TEST(Generation, ForbiddenTokensAreNeverGenerated) {
   EXPECT_TRUE(beam_search(model, src, one, {.beam_size = 2})[0].front().tokens.empty());
 }
 
+// Options that leave nothing to choose at some step: greedy search chose a suppressed token (or
+// -1 with a one-token vocabulary), and beam search found no hypothesis, which
+// generate_in_batches then read past (a segfault). Every search now refuses, naming the step.
+TEST(Generation, OptionsThatForbidEveryTokenAreRefused) {
+  HandSetModel model;
+  Tensor src = from_vector<int64_t>({0}, {1, 1});
+  GenerationOptions none = hand_options();  // pad 0; bos 1 suppressed too; eos before min_length
+  none.suppress = {1, kA, kB};
+  none.min_length = 1;
+  const std::string why = "generation: at step 0 every token of the vocabulary of 5 is forbidden";
+  EXPECT_SG_ERROR(greedy_search(model, src, none), why);
+  EXPECT_SG_ERROR(sample(model, src, none, {.seed = 1}), why);
+  EXPECT_SG_ERROR(beam_search(model, src, none, {.beam_size = 2}), why);
+  // Allowed again from step 1 on (eos after min_length): nothing to refuse with min_length 0.
+  none.min_length = 0;
+  EXPECT_TRUE(greedy_search(model, src, none)[0].empty());
+  EXPECT_TRUE(beam_search(model, src, none, {.beam_size = 2})[0].front().tokens.empty());
+}
+
 TEST(Generation, RejectsBadOptions) {
   HandSetModel model;
   Tensor src = from_vector<int64_t>({0}, {1, 1});
