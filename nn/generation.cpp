@@ -384,7 +384,10 @@ std::vector<double> sequence_log_probs(Seq2SeqModel& model, const Tensor& src,
       out[r] += log_probs[r * static_cast<size_t>(V) + static_cast<size_t>(next)];
     }
     if (t == longest) break;
-    for (size_t r = 0; r < rows; ++r) fed[r] = t < targets[r].size() ? targets[r][t] : options.pad;
+    // A row past its end is fed a token whose output is ignored: pad, or bos where there is no
+    // pad (-1, which no embedding takes).
+    const int64_t filler = options.pad >= 0 ? options.pad : options.bos;
+    for (size_t r = 0; r < rows; ++r) fed[r] = t < targets[r].size() ? targets[r][t] : filler;
   }
   return out;
 }

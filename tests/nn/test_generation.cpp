@@ -335,6 +335,15 @@ TEST_F(GenerationTransformer, ScoreInBatchesGivesBeamSearchsLogProbabilities) {
   EXPECT_SG_ERROR(
       score_in_batches(*model, {sources[0]}, {{3, 7}}, options(true)),
       "sequence_log_probs: row 0 of the batch has target token 7, outside the model's 0..6");
+  // Without a pad token (pad -1) a row past its end was fed -1, which the embedding refused; it
+  // is fed bos now, whose output is ignored as pad's is.
+  GenerationOptions no_pad = options(true);
+  no_pad.pad = -1;
+  const Tensor two = src.narrow(0, 0, 2);
+  const std::vector<std::vector<int64_t>> ragged = {{3}, {3, 4, 5}};
+  const auto with_pad = sequence_log_probs(*model, two, ragged, options(true));
+  const auto without = sequence_log_probs(*model, two, ragged, no_pad);
+  for (size_t r = 0; r < 2; ++r) EXPECT_NEAR(without[r], with_pad[r], 1e-5) << "row " << r;
 }
 
 }  // namespace
