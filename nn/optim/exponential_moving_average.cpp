@@ -47,6 +47,11 @@ nn::NamedTensors ExponentialMovingAverage::matching_state(const char* op,
         "ExponentialMovingAverage.{}: the module's tensor {} is '{}' {}, the average's '{}' {} "
         "(pass the module the average was built from)",
         op, i, name, t.shape(), avg_name, avg.shape());
+    // Another dtype would round one side silently (swap is bit for bit only in one dtype).
+    SG_CHECK(t.dtype() == avg.dtype(),
+             "ExponentialMovingAverage.{}: the module's '{}' is {}, the average's {} (the module "
+             "changed dtype after the average was built from it; build the average again)",
+             op, name, t.dtype(), avg.dtype());
   }
   return current;
 }

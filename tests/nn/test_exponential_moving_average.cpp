@@ -216,6 +216,18 @@ TEST(OptimExponentialMovingAverage, BadInputIsRefusedAndLeavesTheAverageAsItWas)
   EXPECT_SG_ERROR(ema.swap(shaped), "ExponentialMovingAverage.swap: the module's tensor");
   EXPECT_SG_ERROR(ema.copy_to(shaped), "'fc.weight' [2, 4], the average's 'fc.weight' [2, 3]");
   EXPECT_EQ(ema.num_updates(), 0);
+  // The module moved to float64 after the average was built: swap rounded its weights through
+  // the float32 average (a second swap did not give them back).
+  Averaged wide;
+  ExponentialMovingAverage narrow_ema(wide);
+  wide.to(kFloat64);
+  for (const std::string op : {"update", "swap", "copy_to"}) {
+    const std::string why = "ExponentialMovingAverage." + op +
+                            ": the module's 'running' is float64, the average's float32";
+    if (op == "update") EXPECT_SG_ERROR(narrow_ema.update(wide), why);
+    if (op == "swap") EXPECT_SG_ERROR(narrow_ema.swap(wide), why);
+    if (op == "copy_to") EXPECT_SG_ERROR(narrow_ema.copy_to(wide), why);
+  }
 
   const nn::NamedTensors good = ema.state();
   nn::NamedTensors before;
