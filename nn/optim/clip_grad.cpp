@@ -27,6 +27,14 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
       norms.push_back(a.pow(norm_type).sum().pow(1.0 / norm_type));
     }
   }
+  // Gradients of several float dtypes (a float64 head on a float32 model) are measured together
+  // in the widest: stack takes one dtype.
+  for (const Tensor& n : norms) {
+    if (n.dtype() != norms.front().dtype()) {
+      for (Tensor& m : norms) m = m.to(kFloat64);
+      break;
+    }
+  }
   Tensor all = stack(norms);
   Tensor total = std::isinf(norm_type) ? amax(all)
                  : norm_type == 2.0    ? (all * all).sum().sqrt()

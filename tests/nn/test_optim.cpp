@@ -349,5 +349,18 @@ TEST(ClipGrad, SkipsMissingGradientsAndClipsToMaxNorm) {
   EXPECT_SG_ERROR(clip_grad_norm_({a}, -1.0), "clip_grad_norm_: max_norm must be non-negative");
 }
 
+// A float32 and a float64 parameter, as Adam takes them: the norms used to meet in one stack,
+// which refused the two dtypes ("cat: tensors 0 and 1 have dtypes float32 and float64").
+TEST(ClipGrad, GradientsOfTwoDtypesAreMeasuredTogether) {
+  Tensor a = zeros({2}).requires_grad_(), b = zeros({1}, kFloat64).requires_grad_();
+  a.set_grad(tensor({3.0, 0.0}));
+  b.set_grad(tensor({4.0}, kFloat64));  // the norm of both: 5
+  EXPECT_NEAR(clip_grad_norm_({a, b}, 1.0).item<double>(), 5.0, 1e-6);
+  EXPECT_NEAR(a.grad().at<float>({0}), 0.6f, 1e-6);
+  EXPECT_NEAR(b.grad().at<double>({0}), 0.8, 1e-6);
+  EXPECT_EQ(a.grad().dtype(), kFloat32);
+  EXPECT_EQ(b.grad().dtype(), kFloat64);
+}
+
 }  // namespace
 }  // namespace sg::optim
