@@ -72,6 +72,12 @@ Metadata load(Module& module, const std::string& path) {
 }
 
 void load(Module& module, const NamedTensors& tensors, const std::string& source) {
+  // A name twice: the check below saw the first, the copy took the last (and broadcast it).
+  std::set<std::string> seen;
+  for (const auto& [name, t] : tensors) {
+    SG_CHECK(seen.insert(name).second, "load: checkpoint {} holds '{}' twice", source, name);
+    SG_CHECK(t.defined(), "load: checkpoint {} holds '{}' as an undefined tensor", source, name);
+  }
   NamedTensors model = module.state_dict();
   std::string mismatches = describe_mismatches(tensors, model);
   SG_CHECK(mismatches.empty(), "load: checkpoint {} does not match the model: {}", source,

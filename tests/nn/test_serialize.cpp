@@ -121,6 +121,23 @@ TEST(CheckpointModule, MismatchListsEveryProblemInOneMessageAndChangesNothing) {
   EXPECT_TRUE(all_equal(model.state_dict(), before));
 }
 
+// Tensors given in memory: a name twice was checked by its first tensor and copied from its last
+// (a [1] broadcast into a [4] weight); an undefined tensor failed with no word of load.
+TEST(CheckpointModule, ANameTwiceOrAnUndefinedTensorIsRefused) {
+  Toy model(12, /*with_norm=*/false, /*with_extra=*/false);
+  NamedTensors tensors = model.state_dict();
+  NamedTensors before = snapshot(tensors);
+  const std::string first = tensors.front().first;
+  tensors.emplace_back(first, full({1}, 5.0));
+  EXPECT_SG_ERROR(load(model, tensors, "memory"),
+                  "load: checkpoint memory holds '" + first + "' twice");
+  tensors.pop_back();
+  tensors.front().second = Tensor();
+  EXPECT_SG_ERROR(load(model, tensors, "memory"),
+                  "load: checkpoint memory holds '" + first + "' as an undefined tensor");
+  EXPECT_TRUE(all_equal(model.state_dict(), before));
+}
+
 TEST(CheckpointModule, DtypeMismatchIsAnError) {
   TempDir dir;
   auto saved = make_mlp(1);
