@@ -183,7 +183,10 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
                     data_size));
   }
   uint64_t itemsize = dtype_size(*dtype);
-  if (numel > std::numeric_limits<uint64_t>::max() / itemsize || end - begin != numel * itemsize) {
+  if (numel > std::numeric_limits<uint64_t>::max() / itemsize) {  // the byte count would wrap
+    bad(fmt::format("has shape {} of {}, more than 2^64 bytes", shape, dtype_name(*dtype)));
+  }
+  if (end - begin != numel * itemsize) {
     bad(fmt::format("has shape {} of {}, which needs {} bytes, but data_offsets [{}, {}] hold {}",
                     shape, dtype_name(*dtype), numel * itemsize, begin, end, end - begin));
   }

@@ -220,6 +220,10 @@ TEST_F(SerializeCorruptFile, BadTensorEntries) {
   expect_entry_rejected(R"({"dtype": "F64", "shape": [2], "data_offsets": [0, 8]})",
                         "has shape [2] of float64, which needs 16 bytes, but data_offsets [0, 8] "
                         "hold 8");
+  // 2^61 float64s: the byte count wrapped to 0, and the message said it needed 0 bytes.
+  expect_entry_rejected(
+      R"({"dtype": "F64", "shape": [2305843009213693952], "data_offsets": [0, 0]})",
+      "has shape [2305843009213693952] of float64, more than 2^64 bytes");
   expect_entry_rejected(R"({"dtype": "F32", "shape": [2], "data_offsets": [0, 8], "x": 1})",
                         "has unknown field x");
 }
