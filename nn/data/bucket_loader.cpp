@@ -92,7 +92,18 @@ int64_t BucketLoader::batches_in_epoch(int64_t epoch) {
   return static_cast<int64_t>(plan(epoch).size());
 }
 
+namespace {
+
+// The last epoch a loader counts to, as the optimizers' step counts (2^53: exact in a double, and
+// an epoch past it never comes): set_position(INT64_MAX) was accepted and next() then overflowed.
+constexpr int64_t kMaxEpoch = int64_t{1} << 53;
+
+}  // namespace
+
 void BucketLoader::set_position(LoaderPosition position) {
+  SG_CHECK(position.epoch <= kMaxEpoch,
+           "BucketLoader::set_position: epoch {} is past the last one, 2^53 = {}", position.epoch,
+           kMaxEpoch);
   SG_CHECK(position.epoch >= 0 && position.batch >= 0 &&
                position.batch < batches_in_epoch(position.epoch),
            "BucketLoader::set_position: epoch {} batch {} is not a position of this data ({} "
@@ -104,9 +115,12 @@ void BucketLoader::set_position(LoaderPosition position) {
 
 Batch BucketLoader::next() {
   const auto& batches = plan(position_.epoch);
+  const bool last = position_.batch + 1 == static_cast<int64_t>(batches.size());
+  SG_CHECK(!last || position_.epoch < kMaxEpoch,
+           "BucketLoader: the last batch of the last epoch, 2^53 = {}, is taken", kMaxEpoch);
   Batch batch = make_batch(batches[static_cast<size_t>(position_.batch)]);
-  if (++position_.batch == static_cast<int64_t>(batches.size()))
-    position_ = {position_.epoch + 1, 0};
+  position_ = last ? LoaderPosition{position_.epoch + 1, 0}
+                   : LoaderPosition{position_.epoch, position_.batch + 1};
   return batch;
 }
 

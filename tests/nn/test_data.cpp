@@ -190,6 +190,9 @@ TEST(BucketLoader, ResumeFromASavedPositionIsExact) {
     EXPECT_EQ(a.source.to_vector<int64_t>(), b.source.to_vector<int64_t>());
   }
   EXPECT_SG_ERROR(resumed.set_position({0, 1000}), "not a position");
+  // An epoch whose successor overflows (INT64_MAX was accepted, and next() wrapped it negative).
+  EXPECT_SG_ERROR(resumed.set_position({INT64_MAX, 0}),
+                  "BucketLoader::set_position: epoch 9223372036854775807 is past the last one");
 }
 
 TEST(BucketLoader, RejectsBadInput) {
