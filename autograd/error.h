@@ -18,9 +18,10 @@ std::string with_call_site(std::string message);
 }  // namespace detail
 
 // Untrusted text (a line of an input file, a name read from a checkpoint) as an error message
-// quotes it: at most `limit` bytes, a byte below 0x20 or 0x7f written as \xNN (a NUL would end
-// the message where it stands, a control character would drive the terminal), and the length said
-// when it is cut: "\x7fELF\x02\x01\x01\x00\x00... (142312 bytes)".
+// quotes it: at most `limit` bytes, a byte below 0x20 or 0x7f, or one that is not part of a
+// UTF-8 character, written as \xNN (a NUL would end the message where it stands, a control
+// character would drive the terminal, a binary file's bytes garble it), and the length said when
+// it is cut: "\x7fELF\x02\x01\x01\x00\x00... (142312 bytes)".
 std::string excerpt(std::string_view text, size_t limit = 80);
 
 class Error : public std::runtime_error {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "autograd/error.h"
+#include "autograd/utf8.h"
 #include "nn/data/pronouncing_dictionary.h"
 
 namespace sg::data {
@@ -69,6 +70,11 @@ std::vector<Pronunciation> parse_cmudict(std::istream& in, const std::string& so
     std::istringstream fields(line);
     std::string word;
     if (!(fields >> word)) continue;  // blank line
+    const std::optional<size_t> bad = first_invalid_utf8(word);
+    SG_CHECK(!bad,
+             "read_cmudict: {}:{}: the word \"{}\" is not valid UTF-8 (its byte {} is 0x{:02x})",
+             source, number, excerpt(word), bad.value_or(0),
+             bad ? static_cast<unsigned char>(word[*bad]) : 0);
     Pronunciation entry{lowercase_word(strip_alternate(word)), {}, number};
     for (std::string p; fields >> p;) {
       SG_CHECK(is_phoneme(p), "read_cmudict: {}:{}: '{}' is not an ARPAbet phoneme in \"{}\"",

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "autograd/error.h"
+#include "autograd/utf8.h"
 
 namespace sg::data {
 
@@ -73,11 +74,6 @@ std::vector<std::string> Vocabulary::decode(const std::vector<int64_t>& ids) con
   return out;
 }
 
-std::vector<std::string> letters_of(const std::string& word) {
-  std::vector<std::string> letters;
-  letters.reserve(word.size());
-  for (char c : word) letters.emplace_back(1, c);
-  return letters;
-}
+std::vector<std::string> letters_of(const std::string& word) { return utf8_characters(word); }
 
 }  // namespace sg::data

@@ -42,7 +42,8 @@ class Vocabulary {
   std::unordered_map<std::string, int64_t> ids_;
 };
 
-// The letters of a word, one symbol each: "tensor" -> {"t", "e", "n", "s", "o", "r"}.
+// The letters of a word, one symbol each: "tensor" -> {"t", "e", "n", "s", "o", "r"}; a letter is
+// a UTF-8 character ("café" -> {"c", "a", "f", "é"}), and text that is not UTF-8 is an error.
 std::vector<std::string> letters_of(const std::string& word);
 
 }  // namespace sg::data

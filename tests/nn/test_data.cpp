@@ -11,11 +11,13 @@
 #include <set>
 #include <sstream>
 
+#include "autograd/utf8.h"
 #include "nn/data/bucket_loader.h"
 #include "nn/data/cmudict.h"
 #include "nn/data/split.h"
 #include "nn/data/vocabulary.h"
 #include "tests/support/testing.h"
+#include "train/metadata.h"
 
 using namespace sg::data;
 
@@ -65,6 +67,10 @@ TEST(Cmudict, BadLinesNameFileAndLine) {
   EXPECT_SG_ERROR(parse("ok OW1 K EY1\n" + std::string(1 << 20, 'a')),
                   "test.dict:2: a line longer than 65536 bytes (\"aaaa");
   EXPECT_EQ(parse("ok OW1 K EY1").size(), 1u);  // a last line without '\n' still counts
+  // A word that is not UTF-8 was read as it was, and its letters could then not be saved.
+  EXPECT_SG_ERROR(parse("ok OW1 K EY1\n\xff\xfe AH0\n"),
+                  "test.dict:2: the word \"\\xff\\xfe\" is not valid UTF-8 (its byte 0 is 0xff)");
+  EXPECT_EQ(parse("caf\xc3\xa9 K AE0 F EY1\n").front().word, "caf\xc3\xa9");
 }
 
 TEST(Cmudict, EntriesKnowTheirLineAndAFifoIsRefusedNotWaitedOn) {
@@ -107,6 +113,23 @@ TEST(Cmudict, TheDefaultPathIsGetCmudictsCache) {
   if (data) setenv("SCRATCHGRAD_DATA", saved_data.c_str(), 1);
   if (home) setenv("HOME", saved_home.c_str(), 1);
   if (!home) unsetenv("HOME");
+}
+
+// A letter is a UTF-8 character: "é" was two one-byte "letters", neither valid UTF-8, which no
+// checkpoint's metadata could hold.
+TEST(Vocabulary, LettersAreUtf8Characters) {
+  EXPECT_EQ(letters_of("caf\xc3\xa9"), (std::vector<std::string>{"c", "a", "f", "\xc3\xa9"}));
+  EXPECT_EQ(letters_of("\xe2\x82\xac\xf0\x9f\x99\x82").size(), 2u);  // a 3- and a 4-byte one
+  const Vocabulary v = Vocabulary::of_letters({"caf\xc3\xa9"});
+  EXPECT_EQ(v.size(), Vocabulary::kSpecials + 4);
+  EXPECT_NO_THROW(sg::train::strings_to_json(v.symbols(), "letters"));
+  EXPECT_SG_ERROR(letters_of("caf\xc3"), "is not valid UTF-8 (byte 3 is 0xc3)");
+  // RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF, no lone continuation.
+  for (const std::string bad :
+       {"\xc0\xaf", "\xe0\x80\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\x80", "\xe2\x82"}) {
+    EXPECT_EQ(sg::first_invalid_utf8("ok" + bad), std::optional<size_t>(2)) << sg::excerpt(bad);
+  }
+  EXPECT_EQ(sg::first_invalid_utf8("plain \xc3\xa9\xe2\x82\xac\xf4\x8f\xbf\xbf"), std::nullopt);
 }
 
 TEST(Vocabulary, SpecialsFirstThenSortedSymbols) {
