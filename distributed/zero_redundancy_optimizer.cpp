@@ -155,6 +155,7 @@ void ZeroRedundancyOptimizer::consolidate_state(int to) {
   NamedTensors all;
   all.emplace_back("step", scalar_tensor(static_cast<double>(step_count()), kInt64));
   all.emplace_back("lr", scalar_tensor(lr(), kFloat64));
+  all.emplace_back("params", full({1}, static_cast<double>(count), TensorOptions(kInt64)));
   for (size_t i = 0; i < count; ++i) {
     const int64_t step = steps.data_ptr<int64_t>()[i];
     if (step == 0) continue;
@@ -199,6 +200,11 @@ void ZeroRedundancyOptimizer::load_state(const NamedTensors& state) {
       shard_state.emplace_back(name, t);
       continue;
     }
+    if (name == "params") {  // the whole model's count, checked here; the shard has its own
+      own.emplace_back(name, t);
+      shard_state.emplace_back(name, full({1}, static_cast<double>(count), TensorOptions(kInt64)));
+      continue;
+    }
     const auto entry = split_entry(name);
     SG_CHECK(entry && entry->second < params().size() &&
                  (entry->first == "step" ||
@@ -238,7 +244,7 @@ void ZeroRedundancyOptimizer::load_state(const NamedTensors& state) {
 int64_t ZeroRedundancyOptimizer::state_bytes() const {
   int64_t bytes = 0;
   for (const auto& [name, t] : local_->state()) {
-    if (name != "step" && name != "lr" && name.rfind("step.", 0) != 0)
+    if (!is_bookkeeping_entry(name))
       bytes += t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
   }
   return bytes;

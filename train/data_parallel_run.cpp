@@ -43,7 +43,7 @@ int64_t state_bytes_of(const optim::Optimizer& optimizer) {
 #endif
   int64_t bytes = 0;
   for (const auto& [name, t] : optimizer.state()) {
-    if (name != "step" && name != "lr" && name.rfind("step.", 0) != 0)
+    if (!optim::Optimizer::is_bookkeeping_entry(name))
       bytes += t.numel() * static_cast<int64_t>(dtype_size(t.dtype()));
   }
   return bytes;

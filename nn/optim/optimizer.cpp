@@ -155,6 +155,10 @@ NamedTensors Optimizer::state() const {
   for (const Group& g : groups_) lrs.push_back(g.lr);
   out.emplace_back("lr", lrs.size() == 1 ? scalar_tensor(lrs[0], kFloat64)
                                          : from_vector(lrs, {static_cast<int64_t>(lrs.size())}));
+  std::vector<int64_t> counts;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    counts.push_back(static_cast<int64_t>(group_params(g).size()));
+  out.emplace_back("params", from_vector(counts, {static_cast<int64_t>(counts.size())}));
   for (size_t i = 0; i < params_.size(); ++i) {
     if (param_steps_[i] == 0) continue;  // never updated: no state, as in PyTorch
     out.emplace_back(fmt::format("step.{}", i),
@@ -166,6 +170,10 @@ NamedTensors Optimizer::state() const {
     }
   }
   return out;
+}
+
+bool Optimizer::is_bookkeeping_entry(const std::string& name) {
+  return name == "step" || name == "lr" || name == "params" || name.starts_with("step.");
 }
 
 void Optimizer::load_state(const NamedTensors& state) {
@@ -207,6 +215,23 @@ void Optimizer::load_state(const NamedTensors& state) {
     SG_CHECK(std::isfinite(lr) && lr >= 0.0,
              "{}.load_state: entry 'lr' holds {}; a learning rate is finite and non-negative",
              name_, lr);
+  }
+  // The state of another model's parameters would load where names and shapes happen to agree
+  // (one parameter's state into an optimizer of two, the second left without its moments).
+  if (const auto it = entries.find("params"); it != entries.end()) {
+    used.insert("params");
+    const Tensor& t = it->second;
+    SG_CHECK(t.dtype() == kInt64 && t.numel() == static_cast<int64_t>(groups_.size()),
+             "{}.load_state: entry 'params' must hold one int64 count per parameter group ({}), "
+             "got {} of shape {}",
+             name_, groups_.size(), t.dtype(), t.shape());
+    const std::vector<int64_t> saved = t.to_vector<int64_t>();
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      SG_CHECK(saved[g] == static_cast<int64_t>(group_params(g).size()),
+               "{}.load_state: the state is of {} parameter(s) in group {}, this optimizer has {} "
+               "(the state of another model?)",
+               name_, saved[g], g, group_params(g).size());
+    }
   }
   std::vector<int64_t> param_steps(params_.size(), 0);
   std::map<std::string, std::vector<Tensor>> buffers;

@@ -66,18 +66,24 @@ class Optimizer {
   const std::string& name() const { return name_; }
 
   // ---- state, for checkpoints ----
-  // "step" (int64 []), "lr" (float64: [] with one group, [G] with G groups) and, for each
-  // parameter i updated at least once, "step.i" (int64 [], its own update count, >= 1) and
+  // "step" (int64 []), "lr" (float64: [] with one group, [G] with G groups), "params" (int64 [G],
+  // each group's parameter count) and, for each parameter i updated at least once, "step.i" (int64
+  // [], its own update count, >= 1) and
   // "<buffer>.i" for each buffer of its group ("exp_avg.0"). Buffers are the live tensors (no
   // copy): write them out before the next step(). The other options of each group are not state:
   // they come from the constructor, so load into an optimizer built with the same groups.
   virtual NamedTensors state() const;
   // Restores what state() returned, after checking it all first (nothing changes on an error):
   // step counts are int64 (a parameter's at least 1 and at most the optimizer's), the lrs
-  // float32 or float64, finite and non-negative, one per group; every entry of a parameter with
-  // "step.i" is present, its shape that of the parameter; no unknown names. Values are copied
-  // into fresh tensors of the parameter's dtype and device.
+  // float32 or float64, finite and non-negative, one per group; the groups' parameter counts
+  // those of this optimizer (a state without "params", from before it was saved, is not
+  // checked); every entry of a parameter with "step.i" is present, its shape that of the
+  // parameter; no unknown names. Values are copied into fresh tensors of the parameter's dtype and
+  // device.
   virtual void load_state(const NamedTensors& state);
+  // Whether a state() entry is a count or a rate ("step", "lr", "params", "step.i"), not a tensor
+  // kept per parameter.
+  static bool is_bookkeeping_entry(const std::string& name);
 
  protected:
   // `name` ("Adam") starts error messages.

@@ -34,7 +34,8 @@ TEST(TrainCheckpoint, OneFileWithModelAndOptimizerSplitAgainOnReading) {
   EXPECT_EQ(c.metadata.at("step"), "1");
   std::vector<std::string> names;
   for (const auto& [name, _] : c.optimizer) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{"step", "lr", "step.0", "exp_avg.0", "exp_avg_sq.0"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"step", "lr", "params", "step.0", "exp_avg.0",
+                                             "exp_avg_sq.0"}));
   EXPECT_EQ(c.optimizer_path, c.path);
   // Restored into fresh objects, the next step is the same.
   nn::Linear other(3, 2);
