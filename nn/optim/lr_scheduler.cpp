@@ -3,17 +3,25 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 namespace sg::optim {
 
 void LRScheduler::step() {
+  const int64_t step = optimizer_.step_count();
+  std::vector<double> lrs;
   for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) {
-    optimizer_.set_lr(g, lr_at(optimizer_.step_count(), optimizer_.initial_lr(g)));
+    lrs.push_back(lr_at(step, optimizer_.initial_lr(g)));
+    SG_CHECK(std::isfinite(lrs.back()) && lrs.back() >= 0.0,
+             "{}: the lr for step {} of group {} (base lr {}) is {}; a learning rate is finite and "
+             "non-negative",
+             name_, step, g, optimizer_.initial_lr(g), lrs.back());
   }
+  for (size_t g = 0; g < lrs.size(); ++g) optimizer_.set_lr(g, lrs[g]);
 }
 
 NoamLR::NoamLR(Optimizer& optimizer, int64_t d_model_, int64_t warmup_, double factor_)
-    : LRScheduler(optimizer), d_model(d_model_), warmup(warmup_), factor(factor_) {
+    : LRScheduler(optimizer, "NoamLR"), d_model(d_model_), warmup(warmup_), factor(factor_) {
   SG_CHECK(d_model > 0 && warmup > 0, "NoamLR: d_model and warmup must be positive, got {} and {}",
            d_model, warmup);
   step();
@@ -31,7 +39,7 @@ double NoamLR::lr_at(int64_t step, double base_lr) const {
 
 WarmupCosineLR::WarmupCosineLR(Optimizer& optimizer, int64_t warmup_, int64_t total_,
                                double min_lr_)
-    : LRScheduler(optimizer), warmup(warmup_), total(total_), min_lr(min_lr_) {
+    : LRScheduler(optimizer, "WarmupCosineLR"), warmup(warmup_), total(total_), min_lr(min_lr_) {
   SG_CHECK(warmup >= 0 && total > warmup,
            "WarmupCosineLR: need 0 <= warmup < total, got warmup {} and total {}", warmup, total);
   for (size_t g = 0; g < optimizer.num_param_groups(); ++g) {
@@ -52,7 +60,7 @@ double WarmupCosineLR::lr_at(int64_t step, double base) const {
 }
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size_, double gamma_)
-    : LRScheduler(optimizer), step_size(step_size_), gamma(gamma_) {
+    : LRScheduler(optimizer, "StepLR"), step_size(step_size_), gamma(gamma_) {
   SG_CHECK(step_size > 0, "StepLR: step_size must be positive, got {}", step_size);
   SG_CHECK(gamma >= 0.0, "StepLR: gamma must be non-negative, got {}", gamma);
   step();
@@ -63,7 +71,7 @@ double StepLR::lr_at(int64_t step, double base_lr) const {
 }
 
 LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> factor)
-    : LRScheduler(optimizer), factor_(std::move(factor)) {
+    : LRScheduler(optimizer, "LambdaLR"), factor_(std::move(factor)) {
   SG_CHECK(factor_ != nullptr, "LambdaLR: factor is an empty function");
   step();
 }

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <functional>
+#include <string>
+#include <utility>
 
 #include "nn/optim/optimizer.h"
 
@@ -20,7 +22,9 @@ namespace sg::optim {
 
 class LRScheduler {
  public:
-  explicit LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {}
+  // `name` ("NoamLR") starts error messages.
+  LRScheduler(Optimizer& optimizer, std::string name)
+      : optimizer_(optimizer), name_(std::move(name)) {}
   virtual ~LRScheduler() = default;
   // The lr for the update that follows `step` completed steps (step 0: the first update), of a
   // group whose base lr is base_lr.
@@ -28,11 +32,14 @@ class LRScheduler {
   // The same for the first group's base lr.
   double lr_at(int64_t step) const { return lr_at(step, optimizer_.initial_lr(0)); }
   // Sets each group's lr to lr_at(optimizer.step_count(), its initial lr). Constructors call it.
+  // An lr that is not finite and non-negative (a factor that overflows, a lambda's NaN) is an
+  // error naming the scheduler, the step and the group, and no group's lr changes.
   void step();
   Optimizer& optimizer() const { return optimizer_; }
 
  private:
   Optimizer& optimizer_;
+  std::string name_;
 };
 
 // "Attention Is All You Need" (5.3), as the Annotated Transformer writes it:

@@ -114,6 +114,14 @@ TEST(LrScheduleErrors, RejectBadArguments) {
   EXPECT_SG_ERROR(WarmupCosineLR(opt, 1, 10, 0.5), "WarmupCosineLR: min_lr must be in [0, base");
   EXPECT_SG_ERROR(StepLR(opt, 0), "StepLR: step_size must be positive, got 0");
   EXPECT_SG_ERROR(LambdaLR(opt, nullptr), "LambdaLR: factor is an empty function");
+  // An lr that is no learning rate used to be refused by the optimizer, in its name ("SGD:
+  // learning rate must be non-negative"), with neither the scheduler nor the step.
+  EXPECT_SG_ERROR(NoamLR(opt, 8, 4, -1.0),
+                  "NoamLR: the lr for step 0 of group 0 (base lr 0.1) is -0.0");
+  EXPECT_SG_ERROR(LambdaLR(opt, [](int64_t) { return std::nan(""); }),
+                  "LambdaLR: the lr for step 0 of group 0 (base lr 0.1) is nan; a learning rate "
+                  "is finite and non-negative");
+  EXPECT_DOUBLE_EQ(opt.lr(), 0.1);  // nothing changed
 }
 
 }  // namespace
