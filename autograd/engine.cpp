@@ -11,6 +11,7 @@
 // Anomaly mode checks each node's result inside Node::apply (node.cpp).
 #include "autograd/engine.h"
 
+#include <mutex>
 #include <unordered_map>
 
 #include "autograd/factory.h"
@@ -27,6 +28,11 @@ namespace {
 // Adds `grad` into a leaf's .grad(). The first gradient is copied unless nothing else can see it,
 // so that an in-place change to one leaf's .grad() (clip_grad_norm_, say) can never reach
 // another's.
+// Two threads' backward passes may reach one leaf at once (two graphs that share a parameter):
+// its .grad is read and replaced under this lock, or one of the two sums is lost (or a half-made
+// tensor is read). PyTorch's AccumulateGrad locks too.
+std::mutex leaf_grad_mutex;
+
 void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
   // A graph records its leaves' shapes when it is built; set_data may give a leaf another shape
   // or dtype after that, and its gradient would then not be the leaf's own.
@@ -34,6 +40,7 @@ void accumulate_into_leaf(TensorImpl& leaf, Tensor grad) {
            "backward: a leaf's gradient is {} {}, but the leaf is {} {} now (set_data changed it "
            "after the graph that uses it was built; run the forward again)",
            grad.dtype(), grad.shape(), leaf.dtype, leaf.shape);
+  const std::lock_guard<std::mutex> lock(leaf_grad_mutex);
   // --8<-- [start:ex03.accumulate_into_leaf]
   if (!leaf.grad) {
     // Kept as is only when nothing else can reach its memory (no other tensor or view of the same
@@ -174,6 +181,7 @@ class GradientSink {
   // once, and its hooks run at once.
   void to_root_leaf(const std::shared_ptr<TensorImpl>& leaf, const Tensor& seed) {
     if (capturing()) return to_leaf(leaf, seed);
+    if (!leaf->requires_grad) return;  // frozen since the graph was built: no gradient, as PyTorch
     accumulate_into_leaf(*leaf, seed);
     if (any_post_accumulate_grad_hooks()) run_post_accumulate_grad_hooks(leaf);
   }
@@ -186,6 +194,9 @@ class GradientSink {
       }
       return;
     }
+    // A leaf frozen (requires_grad_(false)) between the forward and this backward gets no
+    // gradient, as PyTorch's AccumulateGrad: an optimizer would otherwise update it.
+    if (!leaf->requires_grad) return;
     accumulate_into_leaf(*leaf, std::move(grad));
     auto hooked = hooked_leaf_uses_.find(leaf.get());
     if (hooked != hooked_leaf_uses_.end() && --hooked->second == 0) {

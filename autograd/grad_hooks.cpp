@@ -81,8 +81,11 @@ HookHandle register_post_accumulate_grad_hook(const Tensor& leaf, PostAccumulate
                             }),
              list.end());
   list.push_back({id, leaf.impl_ptr(), std::move(hook)});
-  r.count = 0;
-  for (const auto& [impl, hooks] : r.hooks) r.count += hooks.size();
+  // Counted aside and stored once: another thread's backward reads the count without the lock,
+  // and a count reset to 0 on the way made it skip every hook of its pass.
+  size_t count = 0;
+  for (const auto& [impl, hooks] : r.hooks) count += hooks.size();
+  r.count.store(count);
   return HookHandle(id);
 }
 

@@ -32,8 +32,12 @@ Node::~Node() {
   // The saved tensors go first: a saved input also holds its grad_fn, one of the edges' nodes,
   // which must be left to the edge alone to be handed over below.
   backward_ = nullptr;
+  // Every child reference is handed over, not only the last ones: y + y holds its child twice
+  // (a count of 2 at both edges), and checking for a count of 1 left it to the edges' own
+  // destructor, which recursed (a chain of 200,000 such nodes overflowed the stack). A reference
+  // that is not the last is simply dropped from the worklist.
   for (Edge& edge : edges_) {
-    if (edge.node && edge.node.use_count() == 1) nodes_to_free->push_back(std::move(edge.node));
+    if (edge.node) nodes_to_free->push_back(std::move(edge.node));
   }
   if (outermost) {
     while (!worklist.empty()) {

@@ -83,6 +83,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
   SG_PROFILE_OP("add_");
   if (alpha == 1.0) return binary_inplace("add_", BinaryOp::Add, *this, other);
+  // Checked before the guard below, which would hide grad mode from the check (add_(x, 2.0) on a
+  // tensor that requires grad was accepted and left out of the graph: a wrong gradient).
+  check_inplace("add_", *this, other);
   NoGradGuard no_grad;
   return binary_inplace("add_", BinaryOp::Add, *this, other * alpha);
 }
@@ -134,6 +137,7 @@ Tensor& Tensor::uniform_(double low, double high) {
   SG_PROFILE_OP("uniform_");
   SG_CHECK(is_floating(dtype()), "uniform_: draws real numbers, not {} values", dtype());
   SG_CHECK(low <= high, "uniform_: low {} must not exceed high {}", low, high);
+  check_inplace("uniform_", *this);  // before the guard, which hides grad mode (nn::init wraps)
   NoGradGuard no_grad;
   // Scaled in place: one float64 temporary beside the tensor, not three.
   Tensor values = rand(shape(), TensorOptions(kFloat64).device(device()));
@@ -144,6 +148,7 @@ Tensor& Tensor::normal_(double mean, double std) {
   SG_PROFILE_OP("normal_");
   SG_CHECK(is_floating(dtype()), "normal_: draws real numbers, not {} values", dtype());
   SG_CHECK(std >= 0, "normal_: std must be non-negative, got {}", std);
+  check_inplace("normal_", *this);  // before the guard, which hides grad mode (nn::init wraps)
   NoGradGuard no_grad;
   Tensor values = randn(shape(), TensorOptions(kFloat64).device(device()));
   return copy_(values.mul_(std).add_(mean));

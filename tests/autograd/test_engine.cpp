@@ -1,4 +1,7 @@
 // The backward engine: accumulation, deep graphs, grad mode, retain_graph, and its errors.
+#include <thread>
+#include <vector>
+
 #include "tests/support/testing.h"
 
 namespace sg {
@@ -76,7 +79,39 @@ TEST(EngineTest, DeepChainNeitherOverflowsNorLeaks) {
   Tensor z = x;
   for (int i = 0; i < 100000; ++i) z = z + 0.0;
   z = Tensor();  // frees 10^5 nodes without recursion
+  // A node that holds its child twice (y + y): the child's count was 2 at both edges, so it was
+  // left to the edges' own destructor, which recursed; 2 * 10^5 of them overflowed the stack.
+  Tensor w = x;
+  for (int i = 0; i < 200000; ++i) w = w + w;
+  w = Tensor();
   SUCCEED();
+}
+
+// Two threads' backward passes through one shared leaf: its .grad was read and replaced with no
+// lock, and sums were lost (398 of 12000), or a half-made tensor read (a crash).
+TEST(EngineTest, BackwardPassesOnTwoThreadsAccumulateEveryGradient) {
+  Tensor x = ones({64}, TensorOptions(kFloat64).requires_grad(true));
+  const int passes = 500;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < passes; ++i) (x * 2.0).sum().backward();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(x.grad().at<double>({0}), 3.0 * passes * 2.0);
+  EXPECT_EQ(x.grad().at<double>({63}), 3.0 * passes * 2.0);
+}
+
+// A leaf frozen between the forward and the backward gets no gradient (PyTorch's
+// AccumulateGrad): it got one, and an optimizer updated the frozen parameter.
+TEST(EngineTest, ALeafFrozenBeforeTheBackwardGetsNoGradient) {
+  Tensor w = random_leaf({3}), v = random_leaf({3});
+  Tensor loss = (w * 2.0 + v).sum();
+  w.requires_grad_(false);
+  loss.backward();
+  EXPECT_FALSE(w.grad().defined());
+  EXPECT_TRUE(v.grad().defined());
 }
 
 TEST(EngineTest, NoGradGuardRecordsNothing) {
@@ -144,6 +179,15 @@ TEST(EngineTest, InPlaceChangeOfASavedTensorIsCaught) {
 TEST(EngineTest, InPlaceOnATensorThatRequiresGradIsRefused) {
   Tensor x = random_leaf({3});
   EXPECT_SG_ERROR(x.add_(1.0), "add_: cannot change a tensor of shape [3] in place");
+  // The forms that run under a NoGradGuard of their own were checked inside it, where grad mode
+  // is off, and accepted: x.add_(c, 2.0) left the graph with a wrong gradient.
+  const Tensor c = ones({3}, kFloat64);
+  EXPECT_SG_ERROR(x.add_(c, 2.0), "add_: cannot change a tensor of shape [3] in place");
+  EXPECT_SG_ERROR(x.sub_(c), "add_: cannot change a tensor of shape [3] in place");
+  EXPECT_SG_ERROR(x.normal_(), "normal_: cannot change a tensor of shape [3] in place");
+  EXPECT_SG_ERROR(x.uniform_(), "uniform_: cannot change a tensor of shape [3] in place");
+  Tensor a = zeros({3}, kFloat64);
+  EXPECT_SG_ERROR(a.sub_(x), "add_: cannot change a tensor of shape [3] in place");
   EXPECT_SG_ERROR((x * 2.0).requires_grad_(false), "requires_grad_: only leaf tensors");
   EXPECT_SG_ERROR(zeros({2}, kInt64).requires_grad_(),
                   "requires_grad_: only floating point tensors (float32, float64, bfloat16)");

@@ -1,6 +1,8 @@
 // Post-accumulate-grad hooks (autograd/grad_hooks.h): when the engine calls them, how often, and
 // what they see.
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/grad_hooks.h"
@@ -53,6 +55,27 @@ TEST(EnginePostAccumulateGradHookTest, RunsOncePerBackwardAndStopsWhenRemoved) {
   }  // destroyed: removed
   (w * 3.0).sum().backward();
   EXPECT_EQ(calls, 2);
+}
+
+// Hooks registered on another thread meanwhile: the registry's count went to 0 and back while
+// it was recounted, and a backward pass that read the 0 ran none of its hooks (a gradient a
+// data-parallel run would never all-reduce).
+TEST(EnginePostAccumulateGradHookTest, RunsEveryTimeWhileAnotherThreadRegistersHooks) {
+  Tensor x = ones({4}, TensorOptions(kFloat64).requires_grad(true));
+  int calls = 0;
+  HookHandle mine = register_post_accumulate_grad_hook(x, [&](const Tensor&) { ++calls; });
+  std::atomic<bool> stop{false};
+  std::thread churn([&] {
+    while (!stop.load()) {
+      Tensor other = ones({1}, TensorOptions(kFloat64).requires_grad(true));
+      HookHandle h = register_post_accumulate_grad_hook(other, [](const Tensor&) {});
+    }
+  });
+  const int passes = 20000;
+  for (int i = 0; i < passes; ++i) (x * 2.0).sum().backward();
+  stop.store(true);
+  churn.join();
+  EXPECT_EQ(calls, passes);
 }
 
 TEST(EnginePostAccumulateGradHookTest, UnreachedLeavesAreNotCalledAndBackwardOnALeafIs) {
