@@ -159,12 +159,13 @@ leg_arm64() {
   # tests, the avx2.* and avx512.* repeats (an ARM CPU has no AVX-512 path to turn off), the
   # wide model of the thread-count test (the products' own thread-count test stays), the pool test
   # that sets an address-space limit (qemu-user keeps such limits for itself, or runs out of memory
-  # under them), and the tests that a shell script drives (it starts the programs itself, not
-  # through the emulator).
+  # under them), the pool test that times hundreds of threads (it would time the emulator), and
+  # the tests that a shell script drives (it starts the programs itself, not through the
+  # emulator).
   # By name as well as by label: labels of tests discovered at test time were not always seen.
   (cd build-arm64 && OPENBLAS_NUM_THREADS=1 ctest --parallel "$jobs" --output-on-failure \
     --label-exclude "install|e2e|distributed|avx2" \
-    --exclude-regex '\.cli$|find_divergence|kill_resume|threads_from_environment|^docs\.|^exercises\.|^avx2\.|^avx512\.|G2pTraining\.|WideModelSteps|example\.11_|ParallelThreads\.APool' \
+    --exclude-regex '\.cli$|find_divergence|kill_resume|threads_from_environment|^docs\.|^exercises\.|^avx2\.|^avx512\.|G2pTraining\.|WideModelSteps|example\.11_|example\.strict_arguments|ParallelThreads\.APool|ParallelThreads\.MoreThreads' \
     --timeout 900)
 }
 
