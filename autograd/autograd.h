@@ -6,6 +6,7 @@
 #include "autograd/blas.h"
 #include "autograd/cpu_features.h"
 #include "autograd/cpu_kernels.h"
+#include "autograd/deterministic.h"
 #include "autograd/device.h"
 #include "autograd/dtype.h"
 #include "autograd/error.h"

@@ -245,10 +245,14 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
 // Adam's step on several parameters at once (torch.optim.Adam(foreach=True)), each with its own
 // gradient, moments and step count (from 1): adam_update_ on each, with the same bits, in one
 // pass over all of them where the backend has the kernel (the fast CPU backend: one job for the
-// thread pool rather than one per parameter), one by one elsewhere. One device for all.
+// thread pool rather than one per parameter; CUDA: one kernel), one by one elsewhere. One device
+// for all. With step_scalars (float64 [3] on the device, as the adam_update_ above takes) given
+// for every parameter, what changes between steps is read from there and `step` and `lr` are not
+// used: a CUDA graph's step, one kernel for the whole model.
 struct AdamParameter {
   Tensor param, grad, exp_avg, exp_avg_sq;
   int64_t step = 0;
+  Tensor step_scalars;
 };
 void adam_update_foreach_(const std::vector<AdamParameter>& parameters, double lr, double beta1,
                           double beta2, double eps, double weight_decay,

@@ -194,12 +194,14 @@ class Backend {
     return false;
   }
   // One Adam step on several parameters at once (sg::adam_update_foreach_): each entry's param,
-  // grad, exp_avg and exp_avg_sq contiguous, of one shape and dtype, with its own step's scalars;
-  // one device for all. A kernel makes one pass over all of them, with the same bits as
-  // adam_update on each.
+  // grad, exp_avg and exp_avg_sq contiguous, of one shape and dtype, with its own step's scalars
+  // (or, where step_scalars is defined, those read from the device, as adam_update_from_device
+  // reads them: a CUDA graph's step); one device for all. A kernel makes one pass over all of
+  // them, with the same bits as adam_update on each.
   struct AdamTensors {
     Tensor param, grad, exp_avg, exp_avg_sq;
     AdamStepScalars scalars;
+    Tensor step_scalars;  // float64 [3] on the device, or undefined
   };
   virtual bool adam_update_foreach(const std::vector<AdamTensors>& /*parameters*/, double /*beta1*/,
                                    double /*beta2*/, double /*eps*/, double /*weight_decay*/,

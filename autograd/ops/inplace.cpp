@@ -173,6 +173,15 @@ void check_adam_arguments(const Tensor& param, const Tensor& grad, const Tensor&
   detail::check_same_device(op, {param, grad, exp_avg, exp_avg_sq});
 }
 
+void check_step_scalars(const Tensor& param, const Tensor& step_scalars, std::string_view op) {
+  SG_CHECK(step_scalars.dtype() == kFloat64 && step_scalars.shape() == Shape{3} &&
+               step_scalars.is_contiguous(),
+           "{}: step_scalars must be a contiguous float64 tensor of shape [3] "
+           "(AdamStepScalars), got {} of shape {}",
+           op, step_scalars.dtype(), step_scalars.shape());
+  detail::check_same_device(op, {param, step_scalars});
+}
+
 bool contiguous_state(const Tensor& param, const Tensor& exp_avg, const Tensor& exp_avg_sq) {
   return param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous();
 }
@@ -242,16 +251,25 @@ void adam_update_foreach_(const std::vector<AdamParameter>& parameters, double l
   SG_PROFILE_OP("adam_update_foreach_");
   if (parameters.empty()) return;
   const Device device = parameters.front().param.device();
+  const bool from_device = parameters.front().step_scalars.defined();
   std::vector<Backend::AdamTensors> fused;  // the parameters whose state is contiguous
   for (const AdamParameter& a : parameters) {
     check_adam_arguments(a.param, a.grad, a.exp_avg, a.exp_avg_sq, "adam_update_foreach_");
     SG_CHECK(a.param.device() == device,
              "adam_update_foreach_: every parameter must be on one device, got {} and {}", device,
              a.param.device());
-    SG_CHECK(a.step >= 1, "adam_update_foreach_: step counts from 1, got {}", a.step);
+    SG_CHECK(a.step_scalars.defined() == from_device,
+             "adam_update_foreach_: step_scalars must be given for every parameter or for none");
+    if (from_device) {
+      check_step_scalars(a.param, a.step_scalars, "adam_update_foreach_");
+    } else {
+      SG_CHECK(a.step >= 1, "adam_update_foreach_: step counts from 1, got {}", a.step);
+    }
     if (contiguous_state(a.param, a.exp_avg, a.exp_avg_sq)) {
       fused.push_back({a.param, a.grad.contiguous(), a.exp_avg, a.exp_avg_sq,
-                       adam_step_scalars(lr, beta1, beta2, weight_decay, a.step)});
+                       from_device ? AdamStepScalars{}
+                                   : adam_step_scalars(lr, beta1, beta2, weight_decay, a.step),
+                       a.step_scalars});
     }
   }
   const bool fused_done =
@@ -263,8 +281,13 @@ void adam_update_foreach_(const std::vector<AdamParameter>& parameters, double l
   // What the kernel did not take, one parameter at a time: the same arithmetic, the same bits.
   for (const AdamParameter& a : parameters) {
     if (fused_done && contiguous_state(a.param, a.exp_avg, a.exp_avg_sq)) continue;
-    adam_update_(a.param, a.grad, a.exp_avg, a.exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
-                 decoupled_weight_decay, a.step);
+    if (from_device) {
+      adam_update_(a.param, a.grad, a.exp_avg, a.exp_avg_sq, a.step_scalars, beta1, beta2, eps,
+                   weight_decay, decoupled_weight_decay);
+    } else {
+      adam_update_(a.param, a.grad, a.exp_avg, a.exp_avg_sq, lr, beta1, beta2, eps, weight_decay,
+                   decoupled_weight_decay, a.step);
+    }
   }
 }
 
@@ -274,12 +297,7 @@ void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg
   const CallSiteScope call_site(site);
   SG_PROFILE_OP("adam_update_");
   check_adam_arguments(param, grad, exp_avg, exp_avg_sq);
-  SG_CHECK(step_scalars.dtype() == kFloat64 && step_scalars.shape() == Shape{3} &&
-               step_scalars.is_contiguous(),
-           "adam_update_: step_scalars must be a contiguous float64 tensor of shape [3] "
-           "(AdamStepScalars), got {} of shape {}",
-           step_scalars.dtype(), step_scalars.shape());
-  detail::check_same_device("adam_update_", {param, step_scalars});
+  check_step_scalars(param, step_scalars, "adam_update_");
   if (!contiguous_state(param, exp_avg, exp_avg_sq) ||
       !backend_for(param.device())
            .adam_update_from_device(param, grad.contiguous(), exp_avg, exp_avg_sq, step_scalars,

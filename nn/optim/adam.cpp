@@ -101,12 +101,22 @@ void Adam::capture_updates(const std::vector<size_t>& updated) {
   const cuda::ReplayInputScope written_before_each_replay;
   graph_step_scalars_ =
       empty({static_cast<int64_t>(params().size()), 3}, TensorOptions(kFloat64).device(device));
+  // One update per group (its betas, eps and decay), each over all of the group's parameters.
+  std::vector<std::vector<AdamParameter>> by_group(group_options_.size());
   for (const size_t i : updated) {
-    const AdamOptions& o = group_options_[group_of(i)];
     Tensor param = params()[i];
-    adam_update_(param, param.grad(), buffer("exp_avg", i), buffer("exp_avg_sq", i),
-                 graph_step_scalars_.select(0, static_cast<int64_t>(i)), o.betas.first,
-                 o.betas.second, o.eps, o.weight_decay, decoupled_weight_decay_);
+    by_group[group_of(i)].push_back(
+        {.param = param,
+         .grad = param.grad(),
+         .exp_avg = buffer("exp_avg", i),
+         .exp_avg_sq = buffer("exp_avg_sq", i),
+         .step_scalars = graph_step_scalars_.select(0, static_cast<int64_t>(i))});
+  }
+  for (size_t group = 0; group < by_group.size(); ++group) {
+    if (by_group[group].empty()) continue;
+    const AdamOptions& o = group_options_[group];
+    adam_update_foreach_(by_group[group], lr(group), o.betas.first, o.betas.second, o.eps,
+                         o.weight_decay, decoupled_weight_decay_);
   }
 }
 

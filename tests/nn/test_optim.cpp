@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 
+#include "autograd/backend/adam_step_scalars.h"
 #include "nn/linear.h"
 #include "nn/loss.h"
 #include "nn/optim/adam.h"
@@ -188,7 +189,42 @@ TEST(AdamFusedUpdate, ForeachChecksEveryParameterBeforeChangingAny) {
                   "adam_update_foreach_: gradient and moments must be float32 of shape [3], got "
                   "float32 of shape [4]");
   EXPECT_TRUE(tensors_near(p, ones({3}), 0, 0));
+  const Tensor scalars = from_vector(std::vector<double>{-0.1, 1.0, 1.0}, {3});
+  const std::vector<AdamParameter> some_from_the_device{{p, ones({3}), m, v, 1},
+                                                        {p, ones({3}), m, v, 0, scalars}};
+  EXPECT_SG_ERROR(adam_update_foreach_(some_from_the_device, 0.1, 0.9, 0.99, 1e-8, 0, false),
+                  "adam_update_foreach_: step_scalars must be given for every parameter or for "
+                  "none");
+  const std::vector<AdamParameter> bad_scalars{{p, ones({3}), m, v, 0, zeros({2}, kFloat64)}};
+  EXPECT_SG_ERROR(adam_update_foreach_(bad_scalars, 0.1, 0.9, 0.99, 1e-8, 0, false),
+                  "adam_update_foreach_: step_scalars must be a contiguous float64 tensor of "
+                  "shape [3]");
+  EXPECT_TRUE(tensors_near(p, ones({3}), 0, 0));
   adam_update_foreach_({}, 0.1, 0.9, 0.99, 1e-8, 0, false);  // nothing to do
+}
+
+// With the step's numbers in tensors (what a CUDA graph captures), the CPU reads them and gives
+// the bits of the update from host numbers (the update composed of ops both ways: the fast
+// kernel takes only host numbers).
+TEST(AdamFusedUpdate, ForeachFromStepScalarsIsForeachFromHostNumbers) {
+  NoGradGuard no_grad;
+  const CpuKernelsGuard reference(CpuKernels::Reference);
+  manual_seed(9);
+  std::vector<AdamParameter> from_tensors, from_numbers;
+  for (const Shape& shape : std::vector<Shape>{{4}, {30, 7}}) {
+    const Tensor p = randn(shape), g = randn(shape), m = randn(shape), v = randn(shape).abs();
+    const AdamStepScalars s = adam_step_scalars(0.01, 0.9, 0.98, 0.0, 2);
+    from_tensors.push_back(
+        {p, g, m.clone(), v.clone(), 0,
+         from_vector(std::vector<double>{s.step_size, s.sqrt_bias_correction2, s.decay}, {3})});
+    from_numbers.push_back({p.clone(), g, m.clone(), v.clone(), 2});
+  }
+  adam_update_foreach_(from_tensors, 99.0, 0.9, 0.98, 1e-8, 0.0, false);  // lr is not used
+  adam_update_foreach_(from_numbers, 0.01, 0.9, 0.98, 1e-8, 0.0, false);
+  for (size_t i = 0; i < from_tensors.size(); ++i) {
+    EXPECT_TRUE(tensors_near(from_tensors[i].param, from_numbers[i].param, 0, 0)) << i;
+    EXPECT_TRUE(tensors_near(from_tensors[i].exp_avg_sq, from_numbers[i].exp_avg_sq, 0, 0)) << i;
+  }
 }
 
 TEST(OptimBase, SkipsParametersWithoutGradient) {

@@ -94,6 +94,7 @@ bool FastCpuBackend::adam_update_foreach(const std::vector<AdamTensors>& paramet
                                          bool decoupled_weight_decay) {
   for (const AdamTensors& t : parameters) {
     if (t.param.dtype() != kFloat32) return false;  // float64: the update composed from ops
+    if (t.step_scalars.defined()) return false;     // only a CUDA graph reads them on the device
   }
   adam_foreach_typed<float>(parameters, beta1, beta2, eps, weight_decay, decoupled_weight_decay);
   return true;

@@ -92,6 +92,8 @@ class CudaBackend final : public Backend {
   bool adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                    const Tensor& exp_avg_sq, double lr, double beta1, double beta2, double eps,
                    double weight_decay, bool decoupled_weight_decay, int64_t step) override;
+  bool adam_update_foreach(const std::vector<AdamTensors>& parameters, double beta1, double beta2,
+                           double eps, double weight_decay, bool decoupled_weight_decay) override;
   // Their twins for CUDA graphs, reading what a replay changes from the device (cuda_graph.h).
   bool uniform_from_device(const Tensor& out, const Tensor& state) override;
   bool adam_update_from_device(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,

@@ -7,11 +7,13 @@
 // Parity is measured as PyTorch's tests do: relative error ||gpu - cpu|| / ||cpu|| over the whole
 // tensor, which must stay well under 1e-3 in float32 (kTolerance).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
 
+#include "autograd/backend/adam_step_scalars.h"
 #include "autograd/backend/backend.h"
 #include "tests/support/gpu_under_test.h"
 #include "tests/support/op_info.h"
@@ -793,6 +795,61 @@ TEST_F(CudaKernels, IndexAddAndScatterAddAccumulateDuplicates) {
   }
 }
 
+// Deterministic mode (autograd/deterministic.h): index_add and scatter_add add each target's
+// values in position order, the CPU's loop order, so the GPU gives the CPU's bits, run after run;
+// with an outer and an inner dim around the indexed one, and targets no position names.
+TEST_F(CudaKernels, DeterministicIndexAddAndScatterAddGiveTheCpusBits) {
+  const DeterministicAlgorithmsGuard deterministic(true);
+  const Tensor index = randint_cpu(0, 6, {3000}, 124);  // rows 0-5 of 7: row 6 gets nothing
+  const Tensor target = randint_cpu(0, 5, {40, 700}, 125);
+  for (DType dtype : {kFloat32, kFloat64, kInt64}) {
+    const Tensor src = dtype == kInt64 ? randint_cpu(-9, 9, {3, 3000, 33}, 126)
+                                       : randn_cpu({3, 3000, 33}, 126, dtype);
+    const Tensor start =
+        dtype == kInt64 ? randint_cpu(-9, 9, {3, 7, 33}, 127) : randn_cpu({3, 7, 33}, 127, dtype);
+    Tensor out_cpu = start.clone();
+    backend_for(kCPU).index_add(out_cpu, 1, index, src);
+    for (int run = 0; run < 2; ++run) {
+      Tensor out_gpu = on_gpu(start);
+      backend_for(kGpu).index_add(out_gpu, 1, on_gpu(index), on_gpu(src));
+      EXPECT_TRUE(testing::tensors_equal(out_gpu.to(kCPU), out_cpu))
+          << "index_add " << dtype << ", run " << run;
+    }
+    const Tensor values =
+        dtype == kInt64 ? randint_cpu(-9, 9, {40, 700}, 128) : randn_cpu({40, 700}, 128, dtype);
+    Tensor scattered_cpu = zeros({40, 6}, dtype);
+    backend_for(kCPU).scatter_add(scattered_cpu, 1, target, values);
+    for (int run = 0; run < 2; ++run) {
+      Tensor scattered_gpu = zeros({40, 6}, TensorOptions(dtype).device(kGpu));
+      backend_for(kGpu).scatter_add(scattered_gpu, 1, on_gpu(target), on_gpu(values));
+      EXPECT_TRUE(testing::tensors_equal(scattered_gpu.to(kCPU), scattered_cpu))
+          << "scatter_add " << dtype << ", run " << run;
+    }
+  }
+  // The embedding's backward, through the op: the weight's gradient is the CPU's, bit for bit.
+  const Tensor weight = randn_cpu({11, 16}, 129).requires_grad_(true);
+  const Tensor ids = randint_cpu(0, 11, {64, 20}, 130);
+  embedding(weight, ids).pow(2.0).sum().backward();
+  const Tensor weight_gpu = on_gpu(weight.detach()).requires_grad_(true);
+  embedding(weight_gpu, on_gpu(ids)).pow(2.0).sum().backward();
+  EXPECT_TRUE(testing::tensors_equal(weight_gpu.grad().to(kCPU), weight.grad()));
+}
+
+TEST_F(CudaKernels, DeterministicIndexAddReportsABadIndex) {
+  if (kSelfTest) GTEST_SKIP() << "the CPU throws at once";
+  const DeterministicAlgorithmsGuard deterministic(true);
+  Tensor rows = on_gpu(zeros({3, 4}));
+  backend_for(kGpu).index_add(rows, 0, on_gpu(from_vector(std::vector<int64_t>{2, 7, 0}, {3})),
+                              on_gpu(randn_cpu({3, 4}, 131)));
+  EXPECT_SG_ERROR(rows.to(kCPU), "index_add: index 7 is out of range for dim 0 of size 3");
+  Tensor out = on_gpu(zeros({3, 4}));
+  backend_for(kGpu).scatter_add(out, 1, on_gpu(from_vector(std::vector<int64_t>{0, 9, 1}, {3, 1})),
+                                on_gpu(randn_cpu({3, 1}, 132)));
+  EXPECT_SG_ERROR(out.to(kCPU), "scatter_add: index 9 is out of range for dim 1 of size 4");
+  const Tensor x = randn_cpu({3, 4}, 133);
+  EXPECT_TRUE(matches(on_gpu(x) * 2.0, x * 2.0, "after the errors"));
+}
+
 TEST_F(CudaKernels, ABadIndexIsReportedAtTheNextCall) {
   if (kSelfTest) GTEST_SKIP() << "the CPU throws at once";
   // A kernel cannot throw: the bad index is noted and the error comes from a later call (at the
@@ -989,6 +1046,53 @@ TEST_F(CudaParity, FusedAdamStepsLikeTheCpu) {
     EXPECT_TRUE(matches(p_gpu, p, "param")) << "decoupled " << decoupled;
     EXPECT_TRUE(matches(m_gpu, m, "exp_avg")) << "decoupled " << decoupled;
     EXPECT_TRUE(matches(v_gpu, v, "exp_avg_sq")) << "decoupled " << decoupled;
+  }
+}
+
+// One launch for many parameters (adam_update_foreach_): each parameter gets the bits its own
+// update gives it, whatever its size (one element; several of the kernel's 16384-element chunks),
+// dtype (float32 and float64 in one call) and step; with the step's numbers by value (eager) and
+// read from the device (a CUDA graph's step).
+TEST_F(CudaKernels, AdamForeachGivesEachParameterTheBitsOfItsOwnUpdate) {
+  NoGradGuard no_grad;
+  // On the CPU standing in for the GPU, the update from tensors is composed of ops, and so the
+  // other must be too for the same bits.
+  const CpuKernelsGuard kernels(kSelfTest ? CpuKernels::Reference : sg::cpu_kernels());
+  const std::vector<Shape> shapes = {{1}, {3000}, {97, 130}, {5, 7}, {40000}};
+  for (const bool from_device : {false, true}) {
+    for (const bool decoupled : {false, true}) {
+      std::vector<AdamParameter> together;
+      std::vector<std::array<Tensor, 4>> alone;
+      std::vector<int64_t> steps;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const DType dtype = i == 2 ? kFloat64 : kFloat32;
+        const uint64_t seed = 240 + 4 * i;
+        const Tensor p = on_gpu(randn_cpu(shapes[i], seed, dtype));
+        const Tensor g = on_gpu(randn_cpu(shapes[i], seed + 1, dtype));
+        const Tensor m = on_gpu(randn_cpu(shapes[i], seed + 2, dtype));
+        const Tensor v = on_gpu(randn_cpu(shapes[i], seed + 3, dtype).abs());
+        const int64_t step = 1 + 2 * static_cast<int64_t>(i);
+        Tensor scalars;
+        if (from_device) {
+          const AdamStepScalars s = adam_step_scalars(0.01, 0.9, 0.98, 0.1, step);
+          scalars = on_gpu(
+              from_vector(std::vector<double>{s.step_size, s.sqrt_bias_correction2, s.decay}, {3}));
+        }
+        together.push_back({p, g, m, v, from_device ? 0 : step, scalars});
+        alone.push_back({p.clone(), g, m.clone(), v.clone()});
+        steps.push_back(step);
+      }
+      adam_update_foreach_(together, 0.01, 0.9, 0.98, 1e-9, 0.1, decoupled);
+      for (size_t i = 0; i < alone.size(); ++i) {
+        auto& [p, g, m, v] = alone[i];
+        adam_update_(p, g, m, v, 0.01, 0.9, 0.98, 1e-9, 0.1, decoupled, steps[i]);
+        const std::string where =
+            fmt::format("parameter {} decoupled {} from the device {}", i, decoupled, from_device);
+        EXPECT_TRUE(testing::tensors_equal(together[i].param.to(kCPU), p.to(kCPU))) << where;
+        EXPECT_TRUE(testing::tensors_equal(together[i].exp_avg.to(kCPU), m.to(kCPU))) << where;
+        EXPECT_TRUE(testing::tensors_equal(together[i].exp_avg_sq.to(kCPU), v.to(kCPU))) << where;
+      }
+    }
   }
 }
 
