@@ -20,6 +20,7 @@
 #include "nn/serialize.h"
 #include "train/average_checkpoints.h"
 #include "train/fit_report.h"
+#include "train/graphed_step.h"
 #include "train/line_chart.h"
 #include "train/metadata.h"
 #include "train/metrics_log.h"
@@ -65,6 +66,9 @@ void TrainerOptions::validate() const {
   SG_CHECK(sync_every >= 1, "--sync-every must be at least 1, got {}", sync_every);
   SG_CHECK(print_every >= 0, "Trainer: print_every must not be negative, got {}", print_every);
   check_moving_average(ema_decay);
+  SG_CHECK(!(cuda_graph && ema_decay > 0),
+           "--cuda-graph with a moving average (--ema) is not supported: its update runs outside "
+           "the graph");
   SG_CHECK(!monitor.empty(), "Trainer: no monitor (the metric that picks model.safetensors)");
 }
 
@@ -116,6 +120,8 @@ struct Trainer::Loop {
   // Each input file's FNV-1a of its bytes, by flag: a resume refuses other contents.
   nlohmann::json input_digests = nlohmann::json::object();
   std::optional<RunLock> lock;  // the writing rank's, for the whole fit
+  // The steps on the device, eagerly or as a CUDA graph.
+  GraphedStep graphed;
 
   Loop(Trainer& t, TrainingTask& tk)
       : trainer(t),
@@ -124,7 +130,9 @@ struct Trainer::Loop {
         model(t.model_),
         ranks(*t.ranks_),
         device(t.model_.parameters().front().device()),
-        run(t.options_.out_dir) {}
+        run(t.options_.out_dir),
+        graphed([this](const Batch& batch) { return device_step(batch); }, t.options_.cuda_graph,
+                device) {}
 
   double elapsed() const { return seconds_before + seconds_since(start); }
 
@@ -271,10 +279,17 @@ struct Trainer::Loop {
     }
   }
 
-  // One step: the task's loss (under autocast with bf16), backward outside autocast (each product
-  // remembers its precision), the update, the moving average. Nothing is read back.
+  // One step: the next batch on the device, then the step there (as a graph's replay with
+  // cuda_graph). Its loss stays on the device until sync().
   void train_step() {
-    const Batch batch = next_batch();
+    const Tensor stats = graphed(next_batch());
+    pending.push_back({step, trainer.optimizer_.lr(), stats});
+  }
+
+  // The device's part of a step: the task's loss (under autocast with bf16), backward outside
+  // autocast (each product remembers its precision), the update, the moving average; returns
+  // [loss] or [loss, right, counted] on the device. Nothing is read back (a graph captures it).
+  Tensor device_step(const Batch& batch) {
     trainer.optimizer_.zero_grad();  // set_to_none first: last step's gradients are freed
     StepOutput out;
     {
@@ -291,7 +306,7 @@ struct Trainer::Loop {
       stats.push_back(out.right.to(kFloat64).reshape({1}));
       stats.push_back(out.counted.to(kFloat64).reshape({1}));
     }
-    pending.push_back({step, trainer.optimizer_.lr(), cat(stats)});
+    return cat(stats);
   }
 
   // Reads the pending steps' losses back in one copy; a diverged run stops here, before a broken
@@ -481,6 +496,9 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LRSchedu
       ranks_(ranks ? ranks : alone_.get()) {
   options_.validate();
   SG_CHECK(!model_.parameters().empty(), "Trainer: the model has no parameters");
+  SG_CHECK(!options_.cuda_graph || ranks_->world_size() == 1,
+           "--cuda-graph with --distributed is not supported: the gradient all-reduce runs "
+           "outside the graph; train each rank eagerly");
   // The moving average starts as a copy of the initial weights (or is read back on resume).
   if (options_.ema_decay > 0) {
     ema_ = std::make_unique<optim::ExponentialMovingAverage>(

@@ -22,6 +22,7 @@
 //   - a moving average of the weights (Polyak averaging, optim/exponential_moving_average.h) and
 //     the mean of the last checkpoints (average_checkpoints.h), evaluated like the weights;
 //   - bfloat16 autocast around the forward and the loss (mixed_precision.h);
+//   - on a GPU, the step as one CUDA graph (graphed_step.h): the host launches it, not each kernel;
 //   - data parallelism over the ranks of an mpirun job (data_parallel_run.h): gradients averaged
 //     before each update, a dropout stream per rank, rank 0 alone evaluating and writing;
 //   - progress on a terminal and in a log, a JSON line per evaluation, the wall time.
@@ -124,7 +125,13 @@ struct TrainerOptions {
   int64_t sync_every = 1;   // steps between reads of the loss back to the host
   int64_t print_every = 0;  // a progress line every so many steps off a terminal (0: eval_every)
   bool bf16 = false;        // the forward and the loss under bfloat16 autocast
-  double ema_decay = 0;     // > 0: keep a moving average of the weights and evaluate it
+  // On a GPU: each step (the forward, the loss, backward, the update) captured once as a CUDA
+  // graph after the first eager step, then replayed with each batch copied into the graph's
+  // inputs (graphed_step.h): the same results without a launch per kernel. Every batch must have
+  // the first one's shapes; not with a moving average or several ranks, whose work is not
+  // captured.
+  bool cuda_graph = false;
+  double ema_decay = 0;  // > 0: keep a moving average of the weights and evaluate it
   // The metric that picks model.safetensors, and whether more is better (Keras'
   // ModelCheckpoint(monitor, mode)). Ties go to the later evaluation.
   std::string monitor;

@@ -7,10 +7,9 @@
 
 namespace copy_task {
 
+// What the library's loop does not check itself (sg::train::TrainerOptions::validate): the
+// program's device flags and data parallelism.
 void TrainOptions::validate() const {
-  SG_CHECK(!sync_every || *sync_every >= 1, "--sync-every must be at least 1, got {}",
-           sync_every.value_or(0));
-  SG_CHECK(!(resume && overwrite), "--resume and --overwrite exclude each other");
   SG_CHECK(parallel.bucket_mb > 0, "--bucket-mb must be positive, got {}", parallel.bucket_mb);
   SG_CHECK(!zero1 || parallel.distributed,
            "--zero1 shards the optimizer state over the ranks of --distributed; add --distributed "
@@ -18,9 +17,6 @@ void TrainOptions::validate() const {
   const bool on_cuda = device.rfind("cuda", 0) == 0;
   SG_CHECK(!cuda_graph || on_cuda, "--cuda-graph needs --device cuda (got --device {})", device);
   SG_CHECK(!tf32 || on_cuda, "--tf32 is for float32 products on CUDA (got --device {})", device);
-  SG_CHECK(!(cuda_graph && parallel.distributed),
-           "--cuda-graph with --distributed is not supported: the gradient all-reduce runs "
-           "outside the graph; train each rank eagerly");
 }
 
 void check_same_settings_on_every_rank(const Config& config, const TrainOptions& options) {

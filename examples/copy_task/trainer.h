@@ -1,13 +1,13 @@
-// Training and evaluation of the copy-task Transformer.
+// Training and evaluation of the copy-task Transformer, on the library's training loop
+// (sg::train::Trainer, train/trainer.h).
 //
-// One step: zero_grad, a fresh batch, teacher forcing (the decoder reads tgt[:, :-1] and must
-// predict tgt[:, 1:]), cross-entropy ignoring padding, Adam with the Noam learning-rate schedule
-// (sg::optim::NoamLR). The loss and token accuracy stay on the device and are read back every
-// sync_every steps. Every eval_every steps the model greedily decodes fresh held-out sequences;
-// the checkpoint with the best held-out exact match is kept as model.safetensors (post-LN training
-// is spiky, so the last step is not always the best one), and last.safetensors holds the latest
-// state for --resume: the model, the optimizer (tensors named "optimizer.*") and the run's
-// counters, in one file (sg::train::RunDirectory).
+// What is the task's own: batches from its generator, teacher forcing (the decoder reads
+// tgt[:, :-1] and must predict tgt[:, 1:]) under cross-entropy ignoring padding, Adam with the
+// Noam schedule (sg::optim::NoamLR), and as the evaluation the held-out exact match of greedy
+// decoding, which picks model.safetensors (post-LN training is spiky, so the last step is not
+// always the best one). The loop does the rest: the run directory, last.safetensors for --resume,
+// reading the loss back every sync_every steps, the divergence guard, the CUDA-graph step, data
+// parallelism, progress and logs. After it, the saved model is evaluated on fresh sequences.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -62,8 +62,9 @@ struct TrainOptions {
   // On CUDA: float32 products on TF32 tensor cores (sg::cuda::set_allow_tf32).
   bool tf32 = false;
 
-  // Clear errors for --sync-every < 1, --resume with --overwrite, --bucket-mb <= 0, --zero1
-  // without --distributed, --cuda-graph or --tf32 off CUDA, --cuda-graph with --distributed.
+  // Clear errors for --bucket-mb <= 0, --zero1 without --distributed, --cuda-graph or --tf32 off
+  // CUDA; the loop checks the rest (--sync-every, --resume with --overwrite, --cuda-graph with
+  // --distributed).
   void validate() const;
 };
 

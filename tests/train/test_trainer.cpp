@@ -67,7 +67,7 @@ class Regression : public TrainingTask {
     const NoGradGuard no_grad;
     model_.eval();
     Generator held_out(99);
-    Tensor x = randn({64, 4}, held_out);
+    Tensor x = randn({64, 4}, held_out).to(device);
     const double mse = nn::mse_loss(model_.forward(x), target_of(x)).item<double>();
     return {{"mse", mse}, {"fit", 1 / (1 + mse)}};
   }
@@ -97,6 +97,7 @@ class Regression : public TrainingTask {
   }
   std::vector<std::string> output_files() const override { return outputs; }
 
+  Device device = kCPU;                        // the model's, where evaluate() puts its points
   int64_t steps_seen = 0, nan_at = 0;          // nan_at > 0: that step's loss is NaN
   std::string extra_key;                       // a metadata key the task should not write
   bool rowless_batch = false;                  // next_batch gives a 0-d tensor
@@ -127,12 +128,14 @@ struct Training {
   std::unique_ptr<Regression> task;
   std::unique_ptr<Trainer> trainer;
 
-  explicit Training(const TrainerOptions& options, int64_t nan_at = 0) {
+  explicit Training(const TrainerOptions& options, int64_t nan_at = 0, Device device = kCPU) {
+    model.to(device);  // before the optimizer: its state is made next to the parameters
     optimizer = std::make_unique<optim::Adam>(model.parameters(), optim::AdamOptions{.lr = 1e-2});
     schedule = std::make_unique<optim::LambdaLR>(
         *optimizer, [](int64_t step) { return 1.0 / (1.0 + 0.01 * static_cast<double>(step)); });
     task = std::make_unique<Regression>(model);
     task->nan_at = nan_at;
+    task->device = device;
     trainer = std::make_unique<Trainer>(model, *optimizer, *schedule, options);
   }
   FitResult fit() { return trainer->fit(*task); }
@@ -494,6 +497,32 @@ TEST(TrainLoop, BadOptionsAndAClashingTaskAreClearErrors) {
   Training rowless(with([&](TrainerOptions& o) { o.out_dir = dir / "rowless"; }));
   rowless.task->rowless_batch = true;
   EXPECT_SG_ERROR(rowless.fit(), "the training batch's 'x' has no rows");
+  EXPECT_SG_ERROR(
+      with([](TrainerOptions& o) { o.cuda_graph = true, o.ema_decay = 0.9; }).validate(),
+      "--cuda-graph with a moving average (--ema) is not supported");
+  EXPECT_SG_ERROR(Training(with([](TrainerOptions& o) { o.cuda_graph = true; })).fit(),
+                  "GraphedStep: a CUDA graph needs the model on a CUDA device, not cpu");
+}
+
+TEST(TrainLoop, OnAGpuTheStepAsACudaGraphGivesTheEagerSteps) {
+  if (!cuda_available()) GTEST_SKIP() << cuda_unavailable_reason();
+  // The same run eagerly and as one graph replayed (dropout's masks drawn as an eager step draws
+  // them): the same losses, evaluations and best step. The weights are compared by their losses:
+  // the few bits a GPU's summation order may change are not what this test is about.
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "eager");
+  o.sync_every = 5;
+  const FitResult eager = Training(o, 0, Device::cuda(0)).fit();
+  o.out_dir = dir / "graph", o.cuda_graph = true;
+  const FitResult graph = Training(o, 0, Device::cuda(0)).fit();
+  ASSERT_EQ(eager.history.losses.size(), graph.history.losses.size());
+  for (size_t i = 0; i < eager.history.losses.size(); ++i) {
+    EXPECT_NEAR(graph.history.losses[i], eager.history.losses[i],
+                1e-5 * std::abs(eager.history.losses[i]))
+        << "step " << i + 1;
+  }
+  EXPECT_EQ(graph.best_step, eager.best_step);
+  EXPECT_NEAR(graph.best.at("mse"), eager.best.at("mse"), 1e-4 * eager.best.at("mse"));
 }
 
 }  // namespace
