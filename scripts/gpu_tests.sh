@@ -3,15 +3,17 @@
 #   bash scripts/gpu_tests.sh
 #
 # 1. builds everything with CUDA (Release) in $BUILD_DIR (default build-gpu);
-# 2. runs the GPU tests (every suite named Cuda*, in autograd_tests and nn_tests): they must run,
-#    not skip, so a machine whose GPU cannot be used fails here with the reason;
+# 2. runs the GPU tests (every suite named Cuda*, in autograd_tests and nn_tests, and the training
+#    loop's TrainLoop.OnAGpu*): they must run, not skip, so a machine whose GPU cannot be used
+#    fails here with the reason;
 # 3. runs the whole test suite (the CPU tests must pass in a CUDA build too);
 # 4. trains the copy task on the GPU (`copy_task train --device cuda`, tiny preset, 1000 steps),
 #    eagerly and as one CUDA graph (--cuda-graph), and checks that both reach 100% exact match, as
 #    on the CPU;
 # 5. appends date, GPU, passed/failed/skipped counts and the copy-task result to
 #    bench/gpu/RESULTS.md.
-# Exits non-zero when anything failed. Logs: bench/gpu/runs/<date>-tests/.
+# Exits non-zero when anything failed. Logs: bench/gpu/runs/<date>-tests/. Extra CMake options
+# (a machine without the Debian packages: bench/gpu/lent_machine.sh) come in SCRATCHGRAD_CMAKE_ARGS.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/env.sh
@@ -30,7 +32,9 @@ gpu=${gpu:-"no nvidia-smi"}
 echo "GPU: $gpu"
 
 echo "==== build ===="
-if ! { cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSCRATCHGRAD_CUDA=ON &&
+# shellcheck disable=SC2086  # SCRATCHGRAD_CMAKE_ARGS is a list of options
+if ! { cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSCRATCHGRAD_CUDA=ON \
+  ${SCRATCHGRAD_CMAKE_ARGS:-} &&
   cmake --build "$build_dir" --parallel "$jobs"; } >"$out/build.log" 2>&1; then
   tail -n 40 "$out/build.log"
   echo "build failed: see $out/build.log"
@@ -46,9 +50,9 @@ count() {  # count WORD LOG
 
 passed=0 failed=0 skipped=0
 for binary in autograd_tests nn_tests; do
-  echo "==== $binary --gtest_filter='Cuda*' ===="
+  echo "==== $binary --gtest_filter='Cuda*:TrainLoop.OnAGpu*' ===="
   log=$out/$binary.log
-  "$build_dir/tests/$binary" --gtest_filter='Cuda*' 2>&1 | tee "$log"
+  "$build_dir/tests/$binary" --gtest_filter='Cuda*:TrainLoop.OnAGpu*' 2>&1 | tee "$log"
   p=$(count PASSED "$log") f=$(count FAILED "$log") s=$(count SKIPPED "$log")
   passed=$((passed + ${p:-0})) failed=$((failed + ${f:-0})) skipped=$((skipped + ${s:-0}))
 done
@@ -60,7 +64,7 @@ fi
 ((failed > 0)) && status=1
 
 echo "==== the whole suite (ctest) ===="
-(cd "$build_dir" && OPENBLAS_NUM_THREADS=1 ctest --output-on-failure --parallel "$jobs") \
+(cd "$build_dir" && OPENBLAS_NUM_THREADS=1 ctest --output-on-failure --parallel "$jobs" --timeout 300) \
   >"$out/ctest.log" 2>&1
 ctest_status=$?
 tail -n 5 "$out/ctest.log"
@@ -91,7 +95,7 @@ done
   echo
   echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)'). Logs: \`$out/\`."
   echo
-  echo "- Cuda* tests (autograd_tests + nn_tests): **$passed passed, $failed failed, $skipped skipped**"
+  echo "- Cuda* and TrainLoop.OnAGpu* tests (autograd_tests + nn_tests): **$passed passed, $failed failed, $skipped skipped**"
   echo "- whole suite (ctest): ${ctest_summary:-see ctest.log}"
   echo "- copy task, \`copy_task train --device cuda [--cuda-graph]\` (tiny, 1000 steps): $copy_result"
   echo "- result: $( ((status == 0)) && echo PASS || echo FAIL)"

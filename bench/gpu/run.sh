@@ -3,6 +3,7 @@
 #   bash bench/gpu/run.sh                          # tiny, annotated and medium, 300 steps each
 #   PRESETS="tiny" STEPS=500 bash bench/gpu/run.sh
 #   COMPILE=1 bash bench/gpu/run.sh                # also torch.compile(mode="reduce-overhead")
+#   COMPILE=1 EAGER=0 bash bench/gpu/run.sh        # torch.compile without PyTorch eager
 #
 # 1. builds scratchgrad with CUDA (Release) in $BUILD_DIR (default build-gpu);
 # 2. for each copy-task preset, trains `copy_task train --device cuda` for $STEPS steps (eager, and
@@ -32,8 +33,9 @@ trap 'rm -rf "$scratch"' EXIT
 command -v nvidia-smi >/dev/null && nvidia-smi -L | tee "$out/gpu.txt" || echo "(no nvidia-smi)" >"$out/gpu.txt"
 gpu=$(head -n 1 "$out/gpu.txt")
 
+# shellcheck disable=SC2086  # SCRATCHGRAD_CMAKE_ARGS: extra options (bench/gpu/lent_machine.sh)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSCRATCHGRAD_CUDA=ON \
-  -DSCRATCHGRAD_BUILD_TESTS=OFF >"$out/cmake.log"
+  ${SCRATCHGRAD_CMAKE_ARGS:-} >"$out/cmake.log"
 cmake --build "$build_dir" --parallel "$jobs" --target copy_task bench_gpu_kernels >"$out/build.log"
 bin=$build_dir/examples/copy_task/copy_task
 
@@ -55,10 +57,13 @@ for preset in $presets; do
       tee "$out/sg_${preset}_$name.log" || echo "scratchgrad $name failed on $preset"
     row+=" | $(median_of "$out/sg_${preset}_$name.json")"
   done
-  echo "==== $preset: PyTorch eager, $steps steps on the GPU ===="
-  "$python" bench/gpu/torch_copy_task.py --preset "$preset" --steps "$steps" --sync-every "$sync_every" \
-    --json "$out/torch_$preset.json" 2>&1 | tee "$out/torch_$preset.log" || true
-  torch_ms=$(median_of "$out/torch_$preset.json")
+  torch_ms="not run"
+  if [[ ${EAGER:-1} != 0 ]]; then
+    echo "==== $preset: PyTorch eager, $steps steps on the GPU ===="
+    "$python" bench/gpu/torch_copy_task.py --preset "$preset" --steps "$steps" --sync-every "$sync_every" \
+      --json "$out/torch_$preset.json" 2>&1 | tee "$out/torch_$preset.log" || true
+    torch_ms=$(median_of "$out/torch_$preset.json")
+  fi
   compiled_ms="not run"
   if [[ -n "${COMPILE:-}" ]]; then
     echo "==== $preset: PyTorch torch.compile(mode=\"reduce-overhead\"), bf16 autocast ===="
@@ -73,7 +78,10 @@ print("%.2f" % min(v) if v else "n/a")' $(for n in eager graph graph_bf16 graph_
   ratio=$("$python" -c 'import sys
 try: print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))
 except ValueError: print("n/a")' "$best_ms" "$torch_ms")
-  rows+="$row | $torch_ms | $compiled_ms | $ratio |"$'\n'
+  ratio_compiled=$("$python" -c 'import sys
+try: print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))
+except ValueError: print("n/a")' "$best_ms" "$compiled_ms")
+  rows+="$row | $torch_ms | $compiled_ms | $ratio | $ratio_compiled |"$'\n'
 done
 
 echo "==== kernel bandwidth ===="
@@ -89,8 +97,8 @@ torch_version=$("$python" -c 'import torch; print(torch.__version__)' 2>/dev/nul
   echo "both sides, median ms per step (lower is better; a ratio < 1 means scratchgrad is faster)."
   echo "Raw results: \`$out/\`."
   echo
-  echo "| preset | sg eager | sg graph | sg graph + bf16 | sg graph + TF32 | PyTorch eager | torch.compile bf16 | sg best / PyTorch eager |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| preset | sg eager | sg graph | sg graph + bf16 | sg graph + TF32 | PyTorch eager | torch.compile bf16 | sg best / PyTorch eager | sg best / torch.compile |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
   printf '%s' "$rows"
   echo
   echo '```'

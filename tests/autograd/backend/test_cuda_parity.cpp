@@ -535,6 +535,17 @@ TEST_F(CudaKernels, ReductionsTakeBothPathsAtLargeSizes) {
   const Tensor many_rows = randn_cpu({5000, 70}, 46);
   EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {0}); }, {many_rows}));
   EXPECT_TRUE(parity([](const auto& in) { return sum(in[0].unsqueeze(1), {0, 1}); }, {many_rows}));
+  // Rows read as float4s where a row starts on 16 bytes: rows of 1001 (every fourth row aligned),
+  // and rows that start one float off (a view at offset 1), read one float at a time.
+  const Tensor odd_rows = randn_cpu({37, 1001}, 48);
+  EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {1}); }, {odd_rows}));
+  EXPECT_TRUE(parity(
+      [](const auto& in) {
+        return sum(in[0].reshape({-1}).narrow(0, 1, 36000).view({36, 1000}), {1});
+      },
+      {odd_rows}));
+  EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {0}); }, {odd_rows}))
+      << "columns with a tail of fewer than four rows per thread";
   const Tensor many_int_rows = randint_cpu(-1000, 1000, {3000, 5}, 47);
   EXPECT_TRUE(parity([](const auto& in) { return sum(in[0], {0}); }, {many_int_rows}));
   const Tensor ints = randint_cpu(-1000, 1000, {513, 257}, 45);
