@@ -43,7 +43,7 @@ struct TinyRegressor : nn::Module {
 };
 
 Tensor target_of(const Tensor& x) {
-  return x.matmul(from_vector(std::vector<float>{1, -2, 0.5, 3}, {4, 1})) + 1.0;
+  return x.matmul(from_vector(std::vector<float>{1, -2, 0.5, 3}, {4, 1}).to(x.device())) + 1.0;
 }
 
 // y = x·w + 1 from a data stream of its own (its state in every checkpoint); evaluated on 64
