@@ -98,6 +98,9 @@ inline void add_run_flags(CLI::App& cmd, TrainerOptions& options, const OptionSc
   cmd.add_flag("--bf16", options.bf16,
                "mixed precision: the forward and the loss under bfloat16 autocast (products in "
                "bfloat16; sums, weights and the optimizer in float32)");
+  cmd.add_flag("--deterministic", options.deterministic,
+               "sums in a fixed order where a GPU would add in any order, so the run repeats "
+               "itself bit for bit (slower on a GPU)");
   cmd.add_flag("--quiet", options.quiet, "no progress output");
   cmd.add_option("--metrics-json", options.metrics_json, "write the run's numbers here at the end");
   cmd.add_option("--log-jsonl", options.log_jsonl, "append a JSON line per evaluation here");
@@ -127,6 +130,7 @@ inline void join_with_same_flags(const DataParallelOptions& parallel, const Opti
                                    {"--overwrite", given(options.overwrite)},
                                    {"--stop-after", std::to_string(options.stop_after)},
                                    {"--bf16", given(options.bf16)},
+                                   {"--deterministic", given(options.deterministic)},
                                    {"--bucket-mb", fmt::format("{}", parallel.bucket_mb)}});
   check_same_settings_on_every_rank(std::move(settings), program);
 }

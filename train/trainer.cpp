@@ -8,10 +8,12 @@
 #include <functional>
 #include <iterator>
 #include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "autograd/autocast.h"
+#include "autograd/deterministic.h"
 #include "autograd/generator.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
@@ -509,6 +511,8 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, optim::LRSchedu
 Trainer::~Trainer() = default;
 
 FitResult Trainer::fit(TrainingTask& task) {
+  std::optional<DeterministicAlgorithmsGuard> deterministic;
+  if (options_.deterministic) deterministic.emplace(true);
   Loop loop(*this, task);
   return loop.fit();
 }

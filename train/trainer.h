@@ -131,6 +131,10 @@ struct TrainerOptions {
   // the first one's shapes; not with a moving average or several ranks, whose work is not
   // captured.
   bool cuda_graph = false;
+  // sg::use_deterministic_algorithms(true) for the run (Lightning's Trainer(deterministic=True)):
+  // the GPU's order-dependent sums in a fixed order, so a run repeats itself bit for bit
+  // (autograd/deterministic.h). Off: the process's setting stays as it is.
+  bool deterministic = false;
   double ema_decay = 0;  // > 0: keep a moving average of the weights and evaluate it
   // The metric that picks model.safetensors, and whether more is better (Keras'
   // ModelCheckpoint(monitor, mode)). Ties go to the later evaluation.

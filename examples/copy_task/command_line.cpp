@@ -47,6 +47,9 @@ CLI::App* add_train_command(CLI::App& app, TrainArgs& a, std::string& kernels) {
   cmd->add_flag("--cuda-graph", o.cuda_graph,
                 "on CUDA: capture the training step as one CUDA graph after the first step "
                 "and replay it (the same results; no launch cost per kernel)");
+  cmd->add_flag("--deterministic", o.deterministic,
+                "sums in a fixed order where a GPU would add in any order, so the run repeats "
+                "itself bit for bit (slower on a GPU)");
   cmd->add_flag("--tf32", o.tf32,
                 "on CUDA: float32 products on TF32 tensor cores (faster, ~1e-3 less exact)");
   cmd->add_option("--sync-every", o.sync_every,

@@ -32,7 +32,8 @@ void check_same_settings_on_every_rank(const Config& config, const TrainOptions&
        {"--sync-every", options.sync_every ? std::to_string(*options.sync_every) : "the default"},
        {"--bucket-mb", fmt::format("{}", options.parallel.bucket_mb)},
        {"--zero1", flag(options.zero1)},
-       {"--bf16", flag(options.bf16)}});
+       {"--bf16", flag(options.bf16)},
+       {"--deterministic", flag(options.deterministic)}});
   sg::train::check_same_settings_on_every_rank(std::move(settings), "copy_task train");
 }
 

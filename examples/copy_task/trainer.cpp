@@ -242,6 +242,7 @@ sg::train::TrainerOptions trainer_options(const Config& config, const TrainOptio
           .sync_every = options.sync_every.value_or(device.is_cuda() ? 25 : 1),
           .bf16 = options.bf16,
           .cuda_graph = options.cuda_graph,
+          .deterministic = options.deterministic,
           .monitor = "exact_match",
           .maximize = true,
           .divergence_advice = "lower --lr-factor or raise --warmup",

@@ -57,8 +57,11 @@ struct TrainOptions {
   bool bf16 = false;
   // On CUDA: the step (forward, loss, backward, Adam) captured as one CUDA graph after the first
   // eager step and replayed, each batch copied into the graph's input tensors first
-  // (autograd/cuda_graph.h, docs/14-cuda.md). The same bits as eager steps.
+  // (autograd/cuda_graph.h, docs/14-gpu.md): the eager steps' results (their bits with
+  // --deterministic).
   bool cuda_graph = false;
+  // Sums in a fixed order where a GPU adds in any order (sg::use_deterministic_algorithms).
+  bool deterministic = false;
   // On CUDA: float32 products on TF32 tensor cores (sg::cuda::set_allow_tf32).
   bool tf32 = false;
 

@@ -58,6 +58,7 @@ class Regression : public TrainingTask {
   }
   StepOutput training_step(const Batch& batch) override {
     ++steps_seen;
+    deterministic_steps += are_deterministic_algorithms_enabled();
     const Tensor& x = batch.at("x");
     Tensor loss = nn::mse_loss(model_.forward(x), target_of(x));
     if (steps_seen == nan_at) loss = loss * std::nan("");
@@ -99,6 +100,7 @@ class Regression : public TrainingTask {
 
   Device device = kCPU;                        // the model's, where evaluate() puts its points
   int64_t steps_seen = 0, nan_at = 0;          // nan_at > 0: that step's loss is NaN
+  int64_t deterministic_steps = 0;             // steps run in deterministic mode
   std::string extra_key;                       // a metadata key the task should not write
   bool rowless_batch = false;                  // next_batch gives a 0-d tensor
   std::string input;                           // a file the task reads, as --data
@@ -502,6 +504,22 @@ TEST(TrainLoop, BadOptionsAndAClashingTaskAreClearErrors) {
       "--cuda-graph with a moving average (--ema) is not supported");
   EXPECT_SG_ERROR(Training(with([](TrainerOptions& o) { o.cuda_graph = true; })).fit(),
                   "GraphedStep: a CUDA graph needs the model on a CUDA device, not cpu");
+}
+
+// TrainerOptions::deterministic (Lightning's Trainer(deterministic=True)): every step of the run
+// in deterministic mode, and the process's setting as it was afterwards.
+TEST(TrainLoop, DeterministicRunsEveryStepInDeterministicModeAndRestoresTheSetting) {
+  TempDir dir;
+  TrainerOptions o = options_in(dir / "run");
+  o.deterministic = true;
+  ASSERT_FALSE(are_deterministic_algorithms_enabled());
+  Training run(o);
+  run.fit();
+  EXPECT_EQ(run.task->deterministic_steps, o.steps);
+  EXPECT_FALSE(are_deterministic_algorithms_enabled());
+  Training plain(options_in(dir / "plain"));
+  plain.fit();
+  EXPECT_EQ(plain.task->deterministic_steps, 0) << "off: the process's setting, here off";
 }
 
 TEST(TrainLoop, OnAGpuTheStepAsACudaGraphGivesTheEagerSteps) {
